@@ -1,0 +1,63 @@
+package cdc
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors of package cdc.
+var (
+	ErrUnknownType = errors.New("unknown type")
+	ErrBadType     = errors.New("bad type")
+	ErrBadValue    = errors.New("value does not convert")
+	ErrBadOffset   = errors.New("bad offset")
+)
+
+// ValueError is a value that does not fit its column: it names the row's key
+// (when known) and the column. It wraps ErrBadValue.
+type ValueError struct {
+	Key    []any  // the row's primary-key values, nil when unknown
+	Column string // the column name
+	Type   Type   // the column's type
+	Value  any    // the offending value
+	Reason string // why it does not convert
+}
+
+func (e *ValueError) Error() string {
+	var b strings.Builder
+	if len(e.Key) > 0 {
+		b.WriteString("row with key (")
+		for i, k := range e.Key {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%v", k)
+		}
+		b.WriteString("), ")
+	}
+	fmt.Fprintf(&b, "column %q: cannot store %s as %s", e.Column, describe(e.Value), e.Type)
+	if e.Reason != "" {
+		b.WriteString(": " + e.Reason)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrBadValue.
+func (e *ValueError) Unwrap() error { return ErrBadValue }
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		if len(x) > 40 {
+			x = x[:40] + "…"
+		}
+		return fmt.Sprintf("%q (text)", x)
+	case []byte:
+		return fmt.Sprintf("%d bytes", len(x))
+	default:
+		return fmt.Sprintf("%v (%T)", v, v)
+	}
+}

@@ -1,0 +1,314 @@
+package cdc
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Coerce converts v, as a driver or decoder returns it, to the canonical Go
+// representation of t (see the package doc). Integers, decimal text and
+// decimal.Decimal convert exactly; a float64 converts to DECIMAL only through
+// its shortest decimal text (strconv 'g', -1). Text converts to numbers,
+// booleans, dates and timestamps by parsing. A value that does not fit (out of
+// range, too many digits for DECIMAL(p,s), text that is not a number) returns
+// a *ValueError with Column empty; callers fill in the key and column.
+//
+// DECIMAL values are rounded half away from zero to the column's scale, as
+// SQL assignment does; integer digits beyond precision-scale are an error.
+// VARCHAR(n)/CHAR(n) lengths are not enforced (the backends do).
+func Coerce(v any, t Type) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	bad := func(reason string) (any, error) {
+		return nil, &ValueError{Type: t, Value: v, Reason: reason}
+	}
+	switch {
+	case t.Kind.IsInteger():
+		n, ok, why := toInt64(v)
+		if !ok {
+			return bad(why)
+		}
+		lo, hi := intRange(t.Kind)
+		if n < lo || n > hi {
+			return bad("out of range")
+		}
+		return n, nil
+	case t.Kind == KindBoolean:
+		switch x := v.(type) {
+		case bool:
+			return x, nil
+		case int64:
+			return x != 0, nil
+		case int:
+			return x != 0, nil
+		case string:
+			switch strings.ToLower(strings.TrimSpace(x)) {
+			case "true", "t", "1":
+				return true, nil
+			case "false", "f", "0":
+				return false, nil
+			}
+		}
+		return bad("not a boolean")
+	case t.Kind == KindFloat || t.Kind == KindDouble:
+		switch x := v.(type) {
+		case float64:
+			return x, nil
+		case float32:
+			return float64(x), nil
+		case int64:
+			return float64(x), nil
+		case int:
+			return float64(x), nil
+		case decimal.Decimal:
+			f, _ := x.Float64()
+			return f, nil
+		case string:
+			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil {
+				return bad("not a number")
+			}
+			return f, nil
+		case []byte:
+			return Coerce(string(x), t)
+		}
+		return bad("not a number")
+	case t.Kind == KindDecimal:
+		d, err := toDecimal(v)
+		if err != nil {
+			return bad(err.Error())
+		}
+		return FitDecimal(d, t)
+	case t.Kind.IsText():
+		switch x := v.(type) {
+		case string:
+			return x, nil
+		case []byte:
+			return string(x), nil
+		case int64, int, float64, bool, decimal.Decimal:
+			return FormatValue(x, Type{}), nil
+		case time.Time:
+			return FormatValue(x, TypeTimestamp), nil
+		}
+		return bad("not text")
+	case t.Kind == KindBinary:
+		switch x := v.(type) {
+		case []byte:
+			return x, nil
+		case string:
+			return []byte(x), nil
+		}
+		return bad("not binary")
+	case t.Kind == KindDate:
+		switch x := v.(type) {
+		case time.Time:
+			y, m, d := x.Date()
+			return time.Date(y, m, d, 0, 0, 0, 0, time.UTC), nil
+		case string:
+			tm, err := ParseTimestamp(x)
+			if err != nil {
+				return bad("not a date (want YYYY-MM-DD)")
+			}
+			y, m, d := tm.Date()
+			return time.Date(y, m, d, 0, 0, 0, 0, time.UTC), nil
+		case []byte:
+			return Coerce(string(x), t)
+		}
+		return bad("not a date")
+	case t.Kind == KindTimestamp:
+		switch x := v.(type) {
+		case time.Time:
+			return x, nil
+		case string:
+			tm, err := ParseTimestamp(x)
+			if err != nil {
+				return bad("not a timestamp (want YYYY-MM-DD HH:MM:SS[.ffffff][±HH:MM])")
+			}
+			return tm, nil
+		case []byte:
+			return Coerce(string(x), t)
+		}
+		return bad("not a timestamp")
+	}
+	return bad("unsupported type")
+}
+
+func intRange(k Kind) (int64, int64) {
+	switch k {
+	case KindTinyInt:
+		return math.MinInt8, math.MaxInt8
+	case KindSmallInt:
+		return math.MinInt16, math.MaxInt16
+	case KindInt:
+		return math.MinInt32, math.MaxInt32
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+func toInt64(v any) (int64, bool, string) {
+	switch x := v.(type) {
+	case int64:
+		return x, true, ""
+	case int:
+		return int64(x), true, ""
+	case int32:
+		return int64(x), true, ""
+	case int16:
+		return int64(x), true, ""
+	case int8:
+		return int64(x), true, ""
+	case bool:
+		if x {
+			return 1, true, ""
+		}
+		return 0, true, ""
+	case float64:
+		if x != math.Trunc(x) || math.IsInf(x, 0) || math.IsNaN(x) || x < math.MinInt64 || x >= math.MaxInt64 {
+			return 0, false, "not an integer"
+		}
+		return int64(x), true, ""
+	case decimal.Decimal:
+		if !x.Equal(x.Truncate(0)) {
+			return 0, false, "not an integer"
+		}
+		if !x.BigInt().IsInt64() {
+			return 0, false, "out of range"
+		}
+		return x.IntPart(), true, ""
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			d, derr := decimal.NewFromString(strings.TrimSpace(x))
+			if derr != nil {
+				return 0, false, "not an integer"
+			}
+			return toInt64(d)
+		}
+		return n, true, ""
+	case []byte:
+		return toInt64(string(x))
+	}
+	return 0, false, "not an integer"
+}
+
+func toDecimal(v any) (decimal.Decimal, error) {
+	switch x := v.(type) {
+	case decimal.Decimal:
+		return x, nil
+	case int64:
+		return decimal.NewFromInt(x), nil
+	case int:
+		return decimal.NewFromInt(int64(x)), nil
+	case *big.Int:
+		return decimal.NewFromBigInt(x, 0), nil
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return decimal.Decimal{}, fmt.Errorf("not a finite number")
+		}
+		return decimal.NewFromString(strconv.FormatFloat(x, 'g', -1, 64))
+	case string:
+		d, err := decimal.NewFromString(strings.TrimSpace(x))
+		if err != nil {
+			return decimal.Decimal{}, fmt.Errorf("not a decimal number")
+		}
+		return d, nil
+	case []byte:
+		return toDecimal(string(x))
+	}
+	return decimal.Decimal{}, fmt.Errorf("not a number")
+}
+
+// FitDecimal rounds d to t's scale (half away from zero) and checks that it
+// has at most t.Precision-t.Scale integer digits. It returns a *ValueError
+// when it does not fit.
+func FitDecimal(d decimal.Decimal, t Type) (decimal.Decimal, error) {
+	r := d.Round(int32(t.Scale))
+	intDigits := len(r.Abs().Truncate(0).BigInt().String())
+	if r.Abs().LessThan(decimal.NewFromInt(1)) {
+		intDigits = 0
+	}
+	if intDigits > t.Precision-t.Scale {
+		return decimal.Decimal{}, &ValueError{Type: t, Value: d, Reason: fmt.Sprintf("more than %d digits before the decimal point", t.Precision-t.Scale)}
+	}
+	return r, nil
+}
+
+// Timestamp layouts accepted by ParseTimestamp, most specific first.
+var timestampLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999 Z07:00",
+	"2006-01-02 15:04:05.999999999 -0700",
+	"2006-01-02 15:04:05.999999999-07",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02 15:04",
+	"2006-01-02",
+}
+
+// ParseTimestamp parses the timestamp texts the dialect accepts: ISO 8601 /
+// RFC 3339 with 'T' or a space, optional fraction, optional zone offset. A
+// text without a zone is taken as UTC. The zone written is kept.
+func ParseTimestamp(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, l := range timestampLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%w: %q is not a timestamp", ErrBadValue, s)
+}
+
+// FormatValue renders a canonical value as text for display and for the text
+// storage of SQLite: NULL as "NULL"; DECIMAL with exactly t.Scale fractional
+// digits (1500 at scale 2 is "1500.00"); a decimal of unknown scale with its
+// own digits; TIMESTAMP as "2006-01-02 15:04:05.999999-07:00" (zone kept,
+// fraction trimmed); DATE as "2006-01-02"; BINARY as lower-case hex with a
+// "0x" prefix; floats in the shortest form that round-trips.
+func FormatValue(v any, t Type) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int:
+		return strconv.Itoa(x)
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case decimal.Decimal:
+		if t.Kind == KindDecimal {
+			return x.StringFixed(int32(t.Scale))
+		}
+		return x.String()
+	case []byte:
+		return "0x" + hex.EncodeToString(x)
+	case time.Time:
+		if t.Kind == KindDate {
+			return x.Format(time.DateOnly)
+		}
+		return FormatTimestamp(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// FormatTimestamp renders t as "2006-01-02 15:04:05[.ffffff]-07:00" (or
+// "Z"-free "+00:00" for UTC), keeping its zone offset. Text in this form sorts
+// chronologically only within one zone offset.
+func FormatTimestamp(t time.Time) string {
+	return t.Format("2006-01-02 15:04:05.999999999-07:00")
+}

@@ -1,0 +1,88 @@
+package plan
+
+import (
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/expr"
+)
+
+// Plan is a Job bound to its databases: the four stages with resolved
+// schemas and types, and how the run executes. The runner builds it
+// (package runner, Runner.Plan) and executes it unchanged (Runner.Run);
+// `sluice plan` prints it with Format.
+type Plan struct {
+	Job *Job
+
+	Source SourceStage
+	Filter *FilterStage // nil: no filter
+	// Project lists the output columns in order; never empty after binding.
+	Project []ProjectItem
+	Sink    SinkStage
+
+	// Pushdown is true when source and sink are the same database and the
+	// run executes as SQL inside it, in one transaction.
+	Pushdown bool
+	// Steps are what the run executes, in order: SQL statements (with
+	// placeholders for offsets fixed at run time) or one-line descriptions
+	// of work done in sluice. Backends produce them; the runner executes the
+	// objects that produced them.
+	Steps []Step
+	// Setup are statements run before the consuming read (SQL job files).
+	Setup []string
+
+	Warnings []string
+}
+
+// Step is one unit of work a run executes.
+type Step struct {
+	// Where names the database or component: "source", "sink", "sluice".
+	Where string
+	// What is a one-line description.
+	What string
+	// SQL is the statement text, "" for work done in sluice.
+	SQL string
+}
+
+// SourceStage is the bound source.
+type SourceStage struct {
+	Conn    string // connection URL, password masked
+	Backend string // registered scheme, e.g. "sqlite"
+	Stream  string
+	Table   string
+	Mode    string // STANDARD or APPEND_ONLY
+	// Schema is the stream's schema: metadata columns then table columns
+	// (cdc.StreamSchema of the table), with the table's key.
+	Schema cdc.Schema
+	// TableSchema is the table's own schema (the row layout of cdc.Change).
+	TableSchema cdc.Schema
+}
+
+// FilterStage is the bound filter.
+type FilterStage struct {
+	Text string
+	Expr *expr.Bound // bound in the scope of Source.Schema
+	// Dropped lists change types the filter can never keep; they are
+	// consumed for good by a run.
+	Dropped []cdc.Op
+}
+
+// ProjectItem is one output column.
+type ProjectItem struct {
+	Name string
+	Text string // the expression as written
+	Type cdc.Type
+	Expr *expr.Bound // bound in the scope of Source.Schema
+}
+
+// SinkStage is the bound sink.
+type SinkStage struct {
+	Conn    string // password masked
+	Backend string // "sqlite", "postgres", "stdout"
+	Table   string
+	Mode    Mode
+	Keys    []string
+	// Schema is the projected schema written to the target (Key = Keys).
+	Schema cdc.Schema
+	// TableExists tells whether the target existed when the plan was made.
+	TableExists bool
+	Merge       *Merge
+}

@@ -1,0 +1,155 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/plan"
+)
+
+// Backend is an open connection to one database (or another endpoint),
+// returned by the Opener registered for its URL scheme. A backend implements
+// Source, Sink, Executor and Pushdowner as it can; the runner checks with
+// type assertions.
+type Backend interface {
+	// Scheme is the registered scheme, e.g. "sqlite".
+	Scheme() string
+	// Identity names the database so that two connections to the same one
+	// compare equal (an absolute file path; host:port/dbname). Never
+	// contains a password.
+	Identity() string
+	// Redacted is the connection URL with any password masked.
+	Redacted() string
+	Close() error
+}
+
+// Executor runs statements of the dialect (`sluice sql`, SQL job setup).
+type Executor interface {
+	Backend
+	// Exec executes one parsed statement. Statements that return rows
+	// (SELECT, SHOW TABLE STREAMS, DESCRIBE TABLE STREAM) return a
+	// ResultSet; others return nil and a nil error.
+	Exec(ctx context.Context, st dsl.Statement) (*ResultSet, error)
+}
+
+// ResultSet is a materialized query result.
+type ResultSet struct {
+	Columns []cdc.Column
+	Rows    [][]any // canonical values (package cdc)
+}
+
+// StreamInfo describes a table stream.
+type StreamInfo struct {
+	Name            string
+	Table           string
+	Mode            string // "STANDARD" or "APPEND_ONLY"
+	ShowInitialRows bool
+	Comment         string
+	Created         time.Time // UTC
+	// ID identifies this incarnation of the stream: dropping and creating
+	// the stream again changes it, so checkpoints of the old one are not
+	// applied to the new one.
+	ID string
+	// TableSchema is the table's columns and primary key.
+	TableSchema cdc.Schema
+	// Offset is the stream's committed offset.
+	Offset cdc.Offset
+}
+
+// ReadOptions tune a read.
+type ReadOptions struct {
+	// BatchSize bounds the changes returned by one ChangeReader.Next.
+	BatchSize int
+}
+
+// Source reads table streams.
+type Source interface {
+	Backend
+	// Stream describes the job's source stream; it returns an error
+	// wrapping ErrNoStream when there is none.
+	Stream(ctx context.Context, src plan.Source) (*StreamInfo, error)
+	// Changes opens a read of the stream's changes after from, up to a read
+	// point fixed by this call (ChangeReader.ReadPoint). It never moves the
+	// stream's offset.
+	Changes(ctx context.Context, s *StreamInfo, from cdc.Offset, opt ReadOptions) (ChangeReader, error)
+	// Advance moves the stream's stored offset to to, if it is still from
+	// (compare-and-set); it returns an error wrapping ErrOffsetMoved when it
+	// is not.
+	Advance(ctx context.Context, s *StreamInfo, from, to cdc.Offset) error
+}
+
+// ChangeReader yields the changes of one read in commit order (for STANDARD
+// streams: net changes, an UPDATE_BEFORE directly before its UPDATE_AFTER).
+// Change.Row is aligned with StreamInfo.TableSchema.
+type ChangeReader interface {
+	// ReadPoint is the offset the stream moves to when the read is consumed.
+	ReadPoint() cdc.Offset
+	// Next returns the next batch, at most ReadOptions.BatchSize changes,
+	// or io.EOF after the last.
+	Next(ctx context.Context) ([]cdc.Change, error)
+	Close() error
+}
+
+// Checkpoint is a job's position as stored in its sink database, committed
+// in the same transaction as the rows it covers.
+type Checkpoint struct {
+	Job      string
+	Stream   string
+	StreamID string
+	Offset   cdc.Offset
+	Updated  time.Time
+}
+
+// Sink writes projected rows into a target.
+type Sink interface {
+	Backend
+	// Target describes the target table: its schema and whether it exists.
+	Target(ctx context.Context, table string) (cdc.Schema, bool, error)
+	// PrepareSink compiles how rows are written to st (its SQL, for the plan).
+	PrepareSink(ctx context.Context, st *plan.SinkStage) (SinkPlan, error)
+}
+
+// SinkPlan is a compiled sink: the steps it will execute and a way to run
+// them.
+type SinkPlan interface {
+	Steps() []plan.Step
+	// Begin opens the sink transaction of one run of job.
+	Begin(ctx context.Context, job string) (SinkTx, error)
+}
+
+// SinkTx is one run's transaction in the sink database.
+type SinkTx interface {
+	// Checkpoint returns the job's stored checkpoint, ok false if none.
+	Checkpoint(ctx context.Context) (cp Checkpoint, ok bool, err error)
+	// Write stages or writes a batch; Row is aligned with SinkStage.Schema.
+	Write(ctx context.Context, batch []cdc.Change) error
+	// Commit applies what was staged, stores cp and commits, atomically.
+	Commit(ctx context.Context, cp Checkpoint) (Stats, error)
+	// Rollback abandons the transaction; safe after Commit.
+	Rollback(ctx context.Context) error
+}
+
+// Stats counts rows of a run.
+type Stats struct {
+	Read    map[cdc.Op]int64 // changes read from the stream, by change type
+	Written map[cdc.Op]int64 // rows applied at the sink, by change type
+}
+
+// Pushdowner is a backend that can execute a whole plan inside its database
+// when source and sink are both in it.
+type Pushdowner interface {
+	Backend
+	// Pushdown compiles p to SQL; an error wrapping ErrNoPushdown means the
+	// plan cannot run in the database and rows travel through sluice.
+	Pushdown(ctx context.Context, p *plan.Plan, s *StreamInfo) (PushdownPlan, error)
+}
+
+// PushdownPlan is a compiled pushdown.
+type PushdownPlan interface {
+	Steps() []plan.Step
+	// Run executes the read, the write and the offset advance in one
+	// transaction and returns the new offset.
+	Run(ctx context.Context, job string) (Stats, cdc.Offset, cdc.Offset, error)
+}
