@@ -45,7 +45,7 @@ type Job struct {
 	ConnPos pos.Pos
 
 	Source Source
-	Filter *Expr       // nil: keep every change
+	Filter *Expr        // nil: keep every change
 	Select []SelectItem // empty: every table column (not the metadata columns)
 	Sink   Sink
 
@@ -81,9 +81,9 @@ type Sink struct {
 	TablePos pos.Pos
 	// Stdout writes rows to standard output instead of a table, as an
 	// aligned table or, with Format "jsonl", JSON Lines.
-	Stdout bool
-	Format string
-	Mode   Mode
+	Stdout  bool
+	Format  string
+	Mode    Mode
 	ModePos pos.Pos
 	// Keys are the merge key columns (target column names).
 	Keys    []string
@@ -95,7 +95,7 @@ type Sink struct {
 	// empty means the projected names.
 	Columns []string
 	// Merge holds the clauses of a SQL MERGE job; nil for a YAML merge, whose
-	// clauses are implied (see DefaultMerge).
+	// clauses are implied by the merge mode (see DESIGN.md, "Sinks").
 	Merge *Merge
 }
 

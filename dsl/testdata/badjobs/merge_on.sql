@@ -1,0 +1,2 @@
+MERGE INTO t USING (SELECT * FROM s) AS src ON t.id = src.id + 1
+WHEN MATCHED THEN DELETE;

@@ -1,0 +1,3 @@
+-- name: setup_only
+CREATE TABLE t (id INT PRIMARY KEY);
+INSERT INTO t VALUES (1);
