@@ -1,0 +1,356 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/sqlitex"
+	"github.com/sluicedata/sluice/plan"
+)
+
+// Names of the columns of a change relation (see the package doc).
+const (
+	colOp      = "__op"
+	colVer     = "__ver"
+	colOrd     = "__ord"
+	colPresent = "__present"
+)
+
+// StageTable is the TEMP table a sink transaction stages merge rows in;
+// its columns follow the change-relation contract of the package doc.
+const StageTable = "sluice_stage"
+
+// netTable is the TEMP table holding the net change per key of a merge.
+const netTable = "sluice_net"
+
+type stmtKind uint8
+
+const (
+	kindExec  stmtKind = iota // run it
+	kindCount                 // a query returning (__op, count): rows written by change type
+	kindCheck                 // a MERGE cardinality query: any row returned is an error
+)
+
+type stmt struct {
+	step plan.Step
+	kind stmtKind
+}
+
+// Apply is the compiled application of a change relation to a target
+// table: the SQL statements that write (append modes) or merge the
+// relation's rows. Commit of a sink transaction runs it over StageTable;
+// pushdown runs it over a subquery of the change log.
+type Apply struct {
+	table string
+	st    *plan.SinkStage
+	stmts []stmt
+	merge *mergeInto // SQL MERGE jobs: what the cardinality error needs
+}
+
+// Steps returns the statements in execution order, for `sluice plan`.
+func (a *Apply) Steps() []plan.Step {
+	out := make([]plan.Step, len(a.stmts))
+	for i, s := range a.stmts {
+		out[i] = s.step
+	}
+	return out
+}
+
+// CompileApply compiles the statements that apply the rows of relation to
+// the target of st. relation is a table name or a parenthesized SELECT whose
+// columns follow the change-relation contract of the package doc, with the
+// projected columns named and encoded as st.Schema says. target is the
+// target table's schema as Target returns it; a zero Schema means the
+// target will be created from st.Schema (so it has the same types).
+//
+// For append-like modes the result is one INSERT … SELECT (overwrite's
+// DELETE and table creation are done by the sink transaction, not here).
+// For mode merge it collapses the relation to the net change per key into a
+// TEMP table, deletes, then upserts. For a SQL MERGE job (st.Merge set) it
+// evaluates the WHEN clauses into a TEMP table, checks that no target row is
+// touched twice, then runs one statement per clause.
+func CompileApply(st *plan.SinkStage, target cdc.Schema, relation string) (*Apply, error) {
+	if len(target.Columns) == 0 {
+		target = cdc.Schema{Columns: st.Schema.Columns, Key: st.Keys}
+	}
+	if st.Merge != nil {
+		return compileMergeInto(st, target, relation)
+	}
+	if err := checkReserved(st.Schema); err != nil {
+		return nil, err
+	}
+	tt, err := checkTarget(st.Table, target, st.Schema)
+	if err != nil {
+		return nil, err
+	}
+	rel := make([]cdc.Type, len(st.Schema.Columns))
+	for i, c := range st.Schema.Columns {
+		rel[i] = c.Type
+	}
+	return compileApply(st, rel, tt, relation)
+}
+
+// compileApply compiles append or merge statements for a relation whose
+// projected columns have types rel, into target columns of types tt.
+func compileApply(st *plan.SinkStage, rel, tt []cdc.Type, relation string) (*Apply, error) {
+	a := &Apply{table: st.Table, st: st}
+	if st.Mode != plan.ModeMerge {
+		a.compileAppend(rel, tt, relation)
+		return a, nil
+	}
+	if len(st.Keys) == 0 {
+		return nil, fmt.Errorf("sqlite sink: mode merge into %q needs key columns", st.Table)
+	}
+	for _, k := range st.Keys {
+		if st.Schema.Index(k) < 0 {
+			return nil, fmt.Errorf("sqlite sink: merge key %q of %q is not a projected column (projected: %s)", k, st.Table, strings.Join(st.Schema.Names(), ", "))
+		}
+	}
+	a.compileMerge(rel, tt, relation)
+	return a, nil
+}
+
+// checkReserved rejects projected columns whose names collide with the
+// change-relation metadata columns.
+func checkReserved(s cdc.Schema) error {
+	for _, c := range s.Columns {
+		switch strings.ToLower(c.Name) {
+		case colOp, colVer, colOrd, colPresent:
+			return fmt.Errorf("sqlite sink: projected column %q collides with sluice's staging column of that name; rename it with AS", c.Name)
+		}
+	}
+	return nil
+}
+
+// fitExpr wraps x (a value of type from) so that it is stored as type to,
+// or returns x when no conversion is needed. keyText is a SQL expression
+// naming the row's key for errors.
+func fitExpr(x string, from, to cdc.Type, column, keyText string) string {
+	if from == to || (from.Kind == to.Kind && !(to.Kind == cdc.KindDecimal || to.Kind.IsInteger())) {
+		return x
+	}
+	return fmt.Sprintf("%s(%s, %s, %s, %s, %s)", fitFunc, x, sqlitex.QuoteString(from.String()), sqlitex.QuoteString(to.String()), sqlitex.QuoteString(column), keyText)
+}
+
+// keyTextSQL renders a SQL expression producing "k1=v1, k2=v2" for the key
+// columns of s, qualified by alias ("" for none); "NULL" without keys.
+func keyTextSQL(s cdc.Schema, keys []string, alias string) string {
+	if len(keys) == 0 {
+		return "NULL"
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		pre := ""
+		if i > 0 {
+			pre = ", "
+		}
+		parts[i] = fmt.Sprintf("%s || quote(%s)", sqlitex.QuoteString(pre+k+"="), qual(alias, k))
+	}
+	return strings.Join(parts, " || ")
+}
+
+func qual(alias, col string) string {
+	if alias == "" {
+		return sqlitex.Quote(col)
+	}
+	return alias + "." + sqlitex.Quote(col)
+}
+
+// carried renders "column i (0-based) is carried by the row" over alias.
+func carried(alias string, i int) string {
+	return fmt.Sprintf("(%s.%s IS NULL OR substr(%s.%s, %d, 1) = '1')", alias, colPresent, alias, colPresent, i+1)
+}
+
+func (a *Apply) add(kind stmtKind, what, sql string) {
+	a.stmts = append(a.stmts, stmt{kind: kind, step: plan.Step{Where: "sink", What: what, SQL: sql}})
+}
+
+func (a *Apply) compileAppend(rel, tt []cdc.Type, relation string) {
+	s := a.st.Schema
+	cols := make([]string, len(s.Columns))
+	vals := make([]string, len(s.Columns))
+	kt := keyTextSQL(s, a.st.Keys, "__r")
+	for i, c := range s.Columns {
+		cols[i] = sqlitex.Quote(c.Name)
+		v := fmt.Sprintf("CASE WHEN %s THEN __r.%s END", carried("__r", i), sqlitex.Quote(c.Name))
+		vals[i] = fitExpr(v, rel[i], tt[i], c.Name, kt)
+	}
+	a.add(kindCount, "count the rows by change type",
+		fmt.Sprintf("SELECT %s, count(*) FROM %s AS __r GROUP BY %s", colOp, relation, colOp))
+	a.add(kindExec, fmt.Sprintf("insert the rows into %s", a.table),
+		fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s AS __r ORDER BY __r.%s, __r.%s",
+			sqlitex.Quote(a.table), strings.Join(cols, ", "), strings.Join(vals, ", "), relation, colVer, colOrd))
+}
+
+// compileMerge compiles the implied merge of mode merge: collapse to the net
+// change per key (last change in (__ver, __ord) order, UPDATE_BEFORE
+// dropped, partial rows folded), delete, update partial rows, insert new
+// partial rows, upsert full rows.
+func (a *Apply) compileMerge(rel, tt []cdc.Type, relation string) {
+	s := a.st.Schema
+	keys := make([]string, len(a.st.Keys))
+	isKey := make([]bool, len(s.Columns))
+	for i, k := range a.st.Keys {
+		j := s.Index(k)
+		keys[i] = sqlitex.Quote(s.Columns[j].Name)
+		isKey[j] = true
+	}
+	kl := strings.Join(keys, ", ")
+	order := fmt.Sprintf("ORDER BY %s, %s", colVer, colOrd)
+
+	// Layer 1: sequence and segment number ("grp" counts the rows that
+	// reset a key's columns: DELETEs and full rows) per key.
+	l1 := fmt.Sprintf("SELECT *, row_number() OVER (PARTITION BY %[1]s %[2]s) AS __s_seq, "+
+		"sum(%[3]s = 'DELETE' OR %[4]s IS NULL) OVER (PARTITION BY %[1]s %[2]s ROWS UNBOUNDED PRECEDING) AS __s_grp "+
+		"FROM %[5]s AS __r WHERE %[3]s <> 'UPDATE_BEFORE'", kl, order, colOp, colPresent, relation)
+	// Layer 2: the last segment of each key.
+	l2 := fmt.Sprintf("SELECT *, max(__s_grp) OVER (PARTITION BY %s) AS __s_maxgrp FROM (%s)", kl, l1)
+	// Layer 3: within it, the last row and the last row carrying each column.
+	var l3 strings.Builder
+	fmt.Fprintf(&l3, "SELECT *, max(__s_seq) OVER __s_k AS __s_last")
+	for i := range s.Columns {
+		if isKey[i] {
+			continue
+		}
+		fmt.Fprintf(&l3, ", max(CASE WHEN %s = 'DELETE' OR %s THEN __s_seq END) OVER __s_k AS __s_lc%d",
+			colOp, carried("__l", i), i)
+	}
+	fmt.Fprintf(&l3, " FROM (%s) AS __l WHERE __s_grp = __s_maxgrp WINDOW __s_k AS (PARTITION BY %s)", l2, kl)
+
+	// Outer: one row per key, values fitted to the target types.
+	kt := keyTextSQL(s, a.st.Keys, "")
+	var out strings.Builder
+	out.WriteString("SELECT ")
+	for i, c := range s.Columns {
+		if isKey[i] {
+			fmt.Fprintf(&out, "%s AS %s, ", fitExpr(sqlitex.Quote(c.Name), rel[i], tt[i], c.Name, kt), sqlitex.Quote(c.Name))
+		}
+	}
+	fmt.Fprintf(&out, "max(CASE WHEN __s_seq = __s_last THEN %[1]s END) AS %[1]s, max(%[1]s = 'DELETE') AS __reset", colOp)
+	var mask, full []string
+	for i, c := range s.Columns {
+		if isKey[i] {
+			mask = append(mask, "'1'")
+			continue
+		}
+		v := fmt.Sprintf("max(CASE WHEN __s_seq = __s_lc%d AND %s <> 'DELETE' THEN %s END)", i, colOp, sqlitex.Quote(c.Name))
+		fmt.Fprintf(&out, ", %s AS %s", fitExpr(v, rel[i], tt[i], c.Name, kt), sqlitex.Quote(c.Name))
+		mask = append(mask, fmt.Sprintf("CASE WHEN max(__s_lc%d) IS NULL THEN '0' ELSE '1' END", i))
+		full = append(full, fmt.Sprintf("max(__s_lc%d) IS NOT NULL", i))
+	}
+	present := "NULL"
+	if len(full) > 0 {
+		present = fmt.Sprintf("CASE WHEN %s THEN NULL ELSE %s END", strings.Join(full, " AND "), strings.Join(mask, " || "))
+	}
+	fmt.Fprintf(&out, ", %s AS %s FROM (%s) GROUP BY %s", present, colPresent, l3.String(), kl)
+
+	net := "temp." + netTable
+	a.add(kindExec, "drop a leftover net-change table", "DROP TABLE IF EXISTS "+net)
+	a.add(kindExec, "collapse to the net change per key (last in commit order; UPDATE_BEFORE ignored)",
+		fmt.Sprintf("CREATE TEMP TABLE %s AS %s", netTable, out.String()))
+	a.add(kindCount, "count the net changes by change type",
+		fmt.Sprintf("SELECT %s, count(*) FROM %s GROUP BY %s", colOp, net, colOp))
+
+	t := sqlitex.Quote(a.table)
+	a.add(kindExec, "delete keys whose net change is DELETE (or a re-insert after DELETE)",
+		fmt.Sprintf("DELETE FROM %s WHERE (%s) IN (SELECT %s FROM %s WHERE %s = 'DELETE' OR __reset = 1)", t, kl, kl, net, colOp))
+
+	var cols, sets, psets, pvals, on []string
+	for i, c := range s.Columns {
+		q := sqlitex.Quote(c.Name)
+		cols = append(cols, q)
+		if isKey[i] {
+			pvals = append(pvals, q)
+			on = append(on, fmt.Sprintf("__t.%s = __n.%s", q, q))
+			continue
+		}
+		sets = append(sets, fmt.Sprintf("%s = excluded.%s", q, q))
+		psets = append(psets, fmt.Sprintf("%s = CASE WHEN substr(__n.%s, %d, 1) = '1' THEN __n.%s ELSE __t.%s END", q, colPresent, i+1, q, q))
+		pvals = append(pvals, fmt.Sprintf("CASE WHEN substr(%s, %d, 1) = '1' THEN %s END", colPresent, i+1, q))
+	}
+	cl := strings.Join(cols, ", ")
+	if len(psets) > 0 {
+		a.add(kindExec, "update existing keys from partial rows (only the carried columns)",
+			fmt.Sprintf("UPDATE %s AS __t SET %s FROM %s AS __n WHERE __n.%s <> 'DELETE' AND __n.%s IS NOT NULL AND %s",
+				t, strings.Join(psets, ", "), net, colOp, colPresent, strings.Join(on, " AND ")))
+		a.add(kindExec, "insert new keys from partial rows (columns not carried are NULL)",
+			fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s <> 'DELETE' AND %s IS NOT NULL ON CONFLICT (%s) DO NOTHING",
+				t, cl, strings.Join(pvals, ", "), net, colOp, colPresent, kl))
+	}
+	conflict := "DO NOTHING"
+	if len(sets) > 0 {
+		conflict = "DO UPDATE SET " + strings.Join(sets, ", ")
+	}
+	a.add(kindExec, "upsert full rows (INSERT / UPDATE_AFTER)",
+		fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s <> 'DELETE' AND %s IS NULL ON CONFLICT (%s) %s",
+			t, cl, cl, net, colOp, colPresent, kl, conflict))
+	a.add(kindExec, "drop the net-change table", "DROP TABLE "+net)
+}
+
+// Exec runs the statements on q (a connection inside the caller's write
+// transaction) and returns the rows written by change type: for append
+// modes every row of the relation by its __op; for merge the net change per
+// key by the op of the key's last change; for SQL MERGE the source rows
+// that took an action, by their __op.
+func (a *Apply) Exec(ctx context.Context, q Querier) (map[cdc.Op]int64, error) {
+	written := map[cdc.Op]int64{}
+	for _, s := range a.stmts {
+		switch s.kind {
+		case kindExec:
+			if _, err := q.ExecContext(ctx, s.step.SQL); err != nil {
+				return nil, a.wrap(err, s.step)
+			}
+		case kindCount:
+			if err := countOps(ctx, q, s.step.SQL, written); err != nil {
+				return nil, a.wrap(err, s.step)
+			}
+		case kindCheck:
+			if err := a.merge.check(ctx, q, s.step.SQL); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return written, nil
+}
+
+func (a *Apply) wrap(err error, s plan.Step) error {
+	if ve := fitError(err); ve != nil {
+		return fmt.Errorf("sqlite sink: write %q: %w", a.table, ve)
+	}
+	what := s.What
+	if what == "" {
+		what = firstWords(s.SQL)
+	}
+	return fmt.Errorf("sqlite sink: %s: %w", what, err)
+}
+
+func firstWords(sql string) string {
+	f := strings.Fields(sql)
+	if len(f) > 4 {
+		f = f[:4]
+	}
+	return strings.Join(f, " ")
+}
+
+func countOps(ctx context.Context, q Querier, query string, into map[cdc.Op]int64) error {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var op string
+		var n int64
+		if err := rows.Scan(&op, &n); err != nil {
+			return err
+		}
+		o, err := cdc.ParseOp(op)
+		if err != nil {
+			return err
+		}
+		into[o] += n
+	}
+	return rows.Err()
+}

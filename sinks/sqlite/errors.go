@@ -1,0 +1,29 @@
+package sqlite
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sluicedata/sluice/runner"
+)
+
+// ErrIgnored is matched (errors.Is) by the error Begin returns when the
+// sink's mode is ignore and the target table exists: the run writes nothing
+// and must consume nothing (the runner reports the job as skipped and leaves
+// the stream offset where it is). The same error also matches
+// runner.ErrTargetExists.
+var ErrIgnored = errors.New("target exists; mode ignore writes nothing and consumes nothing")
+
+type ignoredError struct{ table string }
+
+func (e *ignoredError) Error() string {
+	return fmt.Sprintf("sqlite sink: target table %q exists; mode ignore writes nothing and consumes nothing", e.table)
+}
+
+func (e *ignoredError) Is(target error) bool {
+	return target == ErrIgnored || target == runner.ErrTargetExists
+}
+
+// ErrMergeCardinality is wrapped by the error of a SQL MERGE whose source
+// touches one target row (or inserts one key) more than once.
+var ErrMergeCardinality = errors.New("MERGE source touches a target row more than once")

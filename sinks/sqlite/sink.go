@@ -1,0 +1,201 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/sqlitex"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
+)
+
+// Sink writes projected rows into tables of one SQLite database. The sqlite
+// backend (sources/sqlite) embeds it, so one `sqlite:` connection is both a
+// source and a sink; it provides runner.Sink's Target and PrepareSink (the
+// Backend methods come from the embedding backend).
+type Sink struct {
+	db  *sql.DB
+	log *slog.Logger
+}
+
+// New returns a sink on db, a modernc.org/sqlite database (opened with a
+// busy timeout, so that two runs of one job wait for each other's write
+// lock). log may be nil.
+func New(db *sql.DB, log *slog.Logger) *Sink {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Sink{db: db, log: log}
+}
+
+// Target describes table: its columns with the logical types recovered from
+// the declared types (docs/architecture.md, SQLite storage conventions), its
+// primary key, and whether it exists. A missing table is a zero Schema and
+// false, not an error.
+func (s *Sink) Target(ctx context.Context, table string) (cdc.Schema, bool, error) {
+	return readTarget(ctx, s.db, table)
+}
+
+// PrepareSink compiles how rows are written to st.Table and returns the
+// plan whose Steps are the SQL a run executes. It checks an existing
+// target: every projected column must exist with a compatible type, and a
+// merge target needs a primary key or unique index on st.Keys. A SQL MERGE
+// job (st.Merge set) needs an existing target.
+func (s *Sink) PrepareSink(ctx context.Context, st *plan.SinkStage) (runner.SinkPlan, error) {
+	return s.Prepare(ctx, st)
+}
+
+// Prepare is PrepareSink returning the concrete *Plan (for the pushdown of
+// the sqlite backend, which uses Plan.Attach).
+func (s *Sink) Prepare(ctx context.Context, st *plan.SinkStage) (*Plan, error) {
+	stc := *st
+	target, exists, err := readTarget(ctx, s.db, st.Table)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{sink: s, st: &stc}
+	c, err := p.compile(ctx, s.db, target, exists)
+	if err != nil {
+		return nil, err
+	}
+	p.steps = c.steps(p.st, exists)
+	return p, nil
+}
+
+// Plan is a compiled SQLite sink (runner.SinkPlan).
+type Plan struct {
+	sink  *Sink
+	st    *plan.SinkStage
+	steps []plan.Step
+}
+
+// Steps returns the statements a run executes, in order: the transaction,
+// the table creation when the target was missing at plan time, the writes
+// and the checkpoint.
+func (p *Plan) Steps() []plan.Step { return p.steps }
+
+// compiled is the SQL of one sink stage against one state of the target.
+type compiled struct {
+	table    string
+	create   string     // CREATE TABLE of a missing target, "" when it exists
+	types    []cdc.Type // the target type of each projected column
+	relTypes []cdc.Type // the type staged values are encoded as
+	insert   string     // the prepared INSERT of Write (target or stage)
+	stage    string     // CREATE TEMP TABLE of the stage, "" for direct inserts
+	apply    *Apply     // nil for direct inserts
+}
+
+// compile builds the statements for target (exists tells whether it does).
+func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists bool) (*compiled, error) {
+	st := p.st
+	c := &compiled{table: st.Table}
+	if err := checkReserved(st.Schema); err != nil {
+		return nil, err
+	}
+	if st.Merge != nil && !exists {
+		return nil, fmt.Errorf("sqlite sink: MERGE INTO %q: the target table does not exist; create it first (CREATE TABLE)", st.Table)
+	}
+	if !exists {
+		var keys []string
+		if st.Mode == plan.ModeMerge {
+			keys = st.Keys
+		}
+		c.create = createTableSQL(st.Table, st.Schema, keys)
+		target = cdc.Schema{Columns: st.Schema.Columns, Key: keys}
+	}
+	switch {
+	case st.Merge != nil:
+		a, err := compileMergeInto(st, target, "temp."+StageTable)
+		if err != nil {
+			return nil, err
+		}
+		c.apply = a
+		c.relTypes = make([]cdc.Type, len(st.Schema.Columns))
+		for i, col := range st.Schema.Columns {
+			c.relTypes[i] = col.Type
+		}
+		c.types = c.relTypes
+	default:
+		types, err := checkTarget(st.Table, target, st.Schema)
+		if err != nil {
+			return nil, err
+		}
+		c.types, c.relTypes = types, types
+		if st.Mode == plan.ModeMerge {
+			if exists {
+				ok, err := hasUniqueKey(ctx, q, st.Table, target, st.Keys)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					return nil, fmt.Errorf("sqlite sink: mode merge into %q needs a PRIMARY KEY or UNIQUE index on (%s), which the table does not have; add one (CREATE UNIQUE INDEX … ON %s (%s)) or write to a new table", st.Table, strings.Join(st.Keys, ", "), sqlitex.Quote(st.Table), quoteList(st.Keys))
+				}
+			}
+			a, err := compileApply(st, types, types, "temp."+StageTable)
+			if err != nil {
+				return nil, err
+			}
+			c.apply = a
+		}
+	}
+	cols := make([]string, len(st.Schema.Columns))
+	marks := make([]string, len(st.Schema.Columns))
+	for i, col := range st.Schema.Columns {
+		cols[i], marks[i] = sqlitex.Quote(col.Name), "?"
+	}
+	if c.apply == nil {
+		c.insert = fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", sqlitex.Quote(st.Table), strings.Join(cols, ", "), strings.Join(marks, ", "))
+		return c, nil
+	}
+	defs := []string{colOp + " TEXT NOT NULL", colVer + " INTEGER", colOrd + " INTEGER NOT NULL", colPresent + " TEXT"}
+	for i, col := range st.Schema.Columns {
+		defs = append(defs, sqlitex.Quote(col.Name)+" "+sqlitex.DeclaredType(c.relTypes[i]))
+	}
+	c.stage = fmt.Sprintf("CREATE TEMP TABLE %s (%s)", StageTable, strings.Join(defs, ", "))
+	c.insert = fmt.Sprintf("INSERT INTO temp.%s (%s, %s, %s, %s, %s) VALUES (?, ?, ?, ?, %s)", StageTable,
+		colOp, colVer, colOrd, colPresent, strings.Join(cols, ", "), strings.Join(marks, ", "))
+	return c, nil
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = sqlitex.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// steps lists what a run executes, for the plan.
+func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
+	sk := func(what, sql string) plan.Step { return plan.Step{Where: "sink", What: what, SQL: sql} }
+	out := []plan.Step{sk("begin the sink transaction (takes the write lock)", "BEGIN IMMEDIATE"),
+		sk("create the checkpoint table if missing", createCheckpointsSQL)}
+	if !exists {
+		out = append(out, sk(fmt.Sprintf("create the missing target %s", st.Table), c.create))
+	}
+	switch st.Mode {
+	case plan.ModeOverwrite:
+		out = append(out, sk("remove the target's rows (mode overwrite)", "DELETE FROM "+sqlitex.Quote(st.Table)))
+	case plan.ModeErrorIfExists:
+		if exists {
+			out = append(out, plan.Step{Where: "sink", What: fmt.Sprintf("fail: target %s exists (mode errorifexists)", st.Table)})
+		}
+	case plan.ModeIgnore:
+		if exists {
+			out = append(out, plan.Step{Where: "sink", What: fmt.Sprintf("do nothing: target %s exists (mode ignore); nothing is consumed", st.Table)})
+		}
+	}
+	if c.apply == nil {
+		out = append(out, sk("insert each row (prepared statement)", c.insert))
+	} else {
+		out = append(out, sk("create the staging table", c.stage), sk("stage each change (prepared statement)", c.insert))
+		out = append(out, c.apply.Steps()...)
+		out = append(out, sk("drop the staging table", "DROP TABLE temp."+StageTable))
+	}
+	out = append(out, sk("store the job's checkpoint in the same transaction", upsertCheckpointSQL), sk("commit rows and checkpoint together", "COMMIT"))
+	return out
+}

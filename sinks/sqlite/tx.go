@@ -1,0 +1,372 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/sqlitex"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
+)
+
+// Tx is one run's transaction in the sink database (runner.SinkTx). Rows of
+// append, overwrite and errorifexists are inserted as Write receives them;
+// merge rows are staged in the TEMP table sluice_stage and applied by
+// Commit. Nothing is visible to other connections before Commit.
+type Tx struct {
+	p       *Plan
+	q       Querier   // the connection inside the transaction
+	conn    *sql.Conn // the connection Begin took; nil for Attach
+	owned   bool      // Begin took the connection and BEGIN IMMEDIATE; Commit COMMITs
+	job     string
+	target  cdc.Schema
+	c       *compiled
+	ins     *sql.Stmt // the prepared insert, nil when q cannot prepare
+	keyIdx  []int
+	keyName []string
+	ord     int64
+	written map[cdc.Op]int64
+	err     error // a failed Write poisons the transaction
+	done    bool
+}
+
+// Begin opens the sink transaction of one run of job: it takes a dedicated
+// connection and runs BEGIN IMMEDIATE, so the write lock is held from the
+// start and two runs of one job serialize (the second waits for the busy
+// timeout). Inside it, it creates the checkpoint table and a missing target,
+// and applies the mode: overwrite deletes the target's rows; errorifexists
+// fails with an error wrapping runner.ErrTargetExists when the target
+// exists; ignore returns an error matching ErrIgnored (and
+// runner.ErrTargetExists) when it exists.
+func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
+	conn, err := p.sink.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite sink: connect: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("sqlite sink: begin write transaction: %w", err)
+	}
+	tx, err := p.attach(ctx, conn, job)
+	if err == nil {
+		tx.conn, tx.owned = conn, true
+	}
+	if err != nil {
+		conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		conn.Close()
+		return nil, err
+	}
+	return tx, nil
+}
+
+// Attach is Begin inside a write transaction the caller already runs on q
+// (BEGIN IMMEDIATE on one connection: a *sql.Conn, *sql.Tx or
+// *sqlitex.Tx), for the pushdown of the sqlite backend. It sets up the
+// target the same way (mode checks, creation, overwrite's DELETE);
+// ApplyRelation then writes a change relation, and Commit applies any
+// staged rows and stores the checkpoint but leaves COMMIT — and ROLLBACK,
+// and releasing the connection — to the caller.
+func (p *Plan) Attach(ctx context.Context, q Querier, job string) (*Tx, error) {
+	return p.attach(ctx, q, job)
+}
+
+func (p *Plan) attach(ctx context.Context, conn Querier, job string) (*Tx, error) {
+	st := p.st
+	if _, err := conn.ExecContext(ctx, createCheckpointsSQL); err != nil {
+		return nil, fmt.Errorf("sqlite sink: create %s: %w", CheckpointTable, err)
+	}
+	target, exists, err := readTarget(ctx, conn, st.Table)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
+		switch st.Mode {
+		case plan.ModeErrorIfExists:
+			return nil, fmt.Errorf("sqlite sink: %w: %q (mode errorifexists)", runner.ErrTargetExists, st.Table)
+		case plan.ModeIgnore:
+			return nil, &ignoredError{table: st.Table}
+		}
+	}
+	c, err := p.compile(ctx, conn, target, exists)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		target = cdc.Schema{Columns: st.Schema.Columns}
+		if st.Mode == plan.ModeMerge {
+			target.Key = st.Keys
+		}
+	}
+	t := &Tx{p: p, q: conn, job: job, target: target, c: c, written: map[cdc.Op]int64{}}
+	t.keyColumns()
+	var setup []string
+	if c.create != "" {
+		setup = append(setup, c.create)
+	}
+	if exists && st.Mode == plan.ModeOverwrite {
+		setup = append(setup, "DELETE FROM "+sqlitex.Quote(st.Table))
+	}
+	if c.stage != "" {
+		setup = append(setup, "DROP TABLE IF EXISTS temp."+StageTable, c.stage)
+	}
+	for _, q := range setup {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("sqlite sink: %s: %w", firstWords(q), err)
+		}
+	}
+	if pc, ok := conn.(interface {
+		PrepareContext(context.Context, string) (*sql.Stmt, error)
+	}); ok {
+		if t.ins, err = pc.PrepareContext(ctx, c.insert); err != nil {
+			return nil, fmt.Errorf("sqlite sink: prepare insert into %q: %w", st.Table, err)
+		}
+	}
+	return t, nil
+}
+
+// keyColumns picks the columns that name a row in errors: the merge keys,
+// the MERGE ON source columns, or the target's primary key when projected.
+func (t *Tx) keyColumns() {
+	st := t.p.st
+	names := st.Keys
+	if st.Merge != nil {
+		names = nil
+		for _, kp := range st.Merge.On {
+			names = append(names, kp.Source)
+		}
+	}
+	if len(names) == 0 {
+		names = t.target.Key
+	}
+	for _, n := range names {
+		i := st.Schema.Index(n)
+		if i < 0 {
+			t.keyIdx, t.keyName = nil, nil
+			return
+		}
+		t.keyIdx = append(t.keyIdx, i)
+		t.keyName = append(t.keyName, st.Schema.Columns[i].Name)
+	}
+}
+
+// Checkpoint returns the job's stored checkpoint, read inside the
+// transaction; ok is false when the job has none.
+func (t *Tx) Checkpoint(ctx context.Context) (runner.Checkpoint, bool, error) {
+	return ReadCheckpoint(ctx, t.q, t.job)
+}
+
+// Write writes (append modes) or stages (merge) a batch. Each Row is aligned
+// with SinkStage.Schema and holds canonical values; each value is converted
+// to its target column's type (cdc.Coerce) and encoded per the storage
+// conventions. Append modes write every change they receive, whatever its
+// Op (a DELETE that the job's filter kept becomes a row); columns a partial
+// row does not carry are NULL. A value that does not fit returns a
+// *cdc.ValueError naming the row's key and the column, and poisons the
+// transaction: Commit fails and nothing is stored.
+func (t *Tx) Write(ctx context.Context, batch []cdc.Change) error {
+	if t.err != nil {
+		return t.err
+	}
+	if t.done {
+		return errors.New("sqlite sink: write after commit")
+	}
+	if err := t.write(ctx, batch); err != nil {
+		t.err = err
+		return err
+	}
+	return nil
+}
+
+func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
+	cols := t.p.st.Schema.Columns
+	staged := t.c.apply != nil
+	n := len(cols)
+	if staged {
+		n += 4
+	}
+	args := make([]any, n)
+	for bi := range batch {
+		ch := &batch[bi]
+		if len(ch.Row) != len(cols) || (ch.Present != nil && len(ch.Present) != len(cols)) {
+			return fmt.Errorf("sqlite sink: row has %d values for %d columns", len(ch.Row), len(cols))
+		}
+		vals := args
+		if staged {
+			t.ord++
+			args[0], args[1], args[2], args[3] = ch.Op.String(), ch.CommitVersion, t.ord, presentMask(ch)
+			vals = args[4:]
+		}
+		for i, c := range cols {
+			var v any
+			if ch.Has(i) {
+				v = ch.Row[i]
+			}
+			enc, err := sqlitex.Encode(v, t.c.relTypes[i])
+			if err != nil {
+				return t.valueError(err, ch, c.Name)
+			}
+			vals[i] = enc
+		}
+		if staged && t.p.st.Merge == nil && ch.Op != cdc.OpUpdateBefore {
+			for j, i := range t.keyIdx {
+				if !ch.Has(i) || ch.Row[i] == nil {
+					return t.valueError(&cdc.ValueError{Type: t.c.relTypes[i], Reason: "a merge key column must not be NULL or missing"}, ch, t.keyName[j])
+				}
+			}
+		}
+		if err := t.insert(ctx, args); err != nil {
+			return fmt.Errorf("sqlite sink: write %q (row with key %s): %w", t.p.st.Table, t.keyText(ch), err)
+		}
+		if !staged {
+			t.written[ch.Op]++
+		}
+	}
+	return nil
+}
+
+func (t *Tx) insert(ctx context.Context, args []any) error {
+	var err error
+	if t.ins != nil {
+		_, err = t.ins.ExecContext(ctx, args...)
+	} else {
+		_, err = t.q.ExecContext(ctx, t.c.insert, args...)
+	}
+	return err
+}
+
+func presentMask(ch *cdc.Change) any {
+	if ch.Present == nil {
+		return nil
+	}
+	b := make([]byte, len(ch.Present))
+	for i, p := range ch.Present {
+		b[i] = '0'
+		if p {
+			b[i] = '1'
+		}
+	}
+	return string(b)
+}
+
+func (t *Tx) valueError(err error, ch *cdc.Change, column string) error {
+	var ve *cdc.ValueError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("sqlite sink: column %q: %w", column, err)
+	}
+	out := *ve
+	out.Column = column
+	if t.keyIdx != nil {
+		out.Key = make([]any, len(t.keyIdx))
+		for j, i := range t.keyIdx {
+			out.Key[j] = rawText(t.keyName[j] + "=" + cdc.FormatValue(ch.Row[i], t.p.st.Schema.Columns[i].Type))
+		}
+	}
+	return fmt.Errorf("sqlite sink: write %q: %w", t.p.st.Table, &out)
+}
+
+func (t *Tx) keyText(ch *cdc.Change) string {
+	parts := make([]string, len(t.keyIdx))
+	for j, i := range t.keyIdx {
+		parts[j] = t.keyName[j] + "=" + cdc.FormatValue(ch.Row[i], t.p.st.Schema.Columns[i].Type)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// Commit applies the staged merge rows (the Apply statements over
+// sluice_stage), upserts the job's checkpoint row and commits, all in the
+// transaction Begin opened. It returns the rows written by change type (see
+// Apply.Exec; append modes count every row by its Op). On error it rolls
+// back: neither rows nor checkpoint are stored. A Tx from Attach does not
+// COMMIT; its caller does.
+func (t *Tx) Commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, error) {
+	if t.done {
+		return runner.Stats{}, errors.New("sqlite sink: commit after commit or rollback")
+	}
+	if t.err != nil {
+		t.Rollback(ctx)
+		return runner.Stats{}, t.err
+	}
+	st, err := t.commit(ctx, cp)
+	if err != nil {
+		t.Rollback(ctx)
+		return runner.Stats{}, err
+	}
+	return st, nil
+}
+
+func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, error) {
+	if t.c.apply != nil {
+		w, err := t.c.apply.Exec(ctx, t.q)
+		if err != nil {
+			return runner.Stats{}, err
+		}
+		for op, n := range w {
+			t.written[op] += n
+		}
+		if _, err := t.q.ExecContext(ctx, "DROP TABLE temp."+StageTable); err != nil {
+			return runner.Stats{}, fmt.Errorf("sqlite sink: drop staging table: %w", err)
+		}
+	}
+	if err := StoreCheckpoint(ctx, t.q, t.job, cp); err != nil {
+		return runner.Stats{}, err
+	}
+	if t.ins != nil {
+		t.ins.Close()
+	}
+	if t.owned {
+		if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
+			return runner.Stats{}, fmt.Errorf("sqlite sink: commit: %w", err)
+		}
+		t.conn.Close()
+	}
+	t.done = true
+	return runner.Stats{Written: t.written}, nil
+}
+
+// ApplyRelation applies the rows of relation (a table name or a
+// parenthesized SELECT following the change-relation contract of the
+// package doc, projected columns typed as SinkStage.Schema) to the target
+// inside the transaction, with the same statements Commit uses for staged
+// rows, and adds what it wrote to the Stats Commit returns. Pushdown calls
+// it on a Tx from Attach.
+func (t *Tx) ApplyRelation(ctx context.Context, relation string) error {
+	a, err := CompileApply(t.p.st, t.target, relation)
+	if err != nil {
+		return err
+	}
+	w, err := a.Exec(ctx, t.q)
+	if err != nil {
+		return err
+	}
+	for op, n := range w {
+		t.written[op] += n
+	}
+	return nil
+}
+
+// Rollback abandons the transaction (nothing is stored); it is safe after
+// Commit and more than once. A Tx from Attach leaves ROLLBACK to its caller.
+func (t *Tx) Rollback(ctx context.Context) error {
+	if t.done {
+		return nil
+	}
+	t.done = true
+	if t.ins != nil {
+		t.ins.Close()
+	}
+	if !t.owned {
+		return nil
+	}
+	_, err := t.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	if cerr := t.conn.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite sink: rollback: %w", err)
+	}
+	return nil
+}
