@@ -1,0 +1,310 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/expr"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/pos"
+)
+
+// Prepared is a plan ready to run: the printable Plan plus the compiled
+// objects that execute exactly its steps.
+type Prepared struct {
+	Plan *plan.Plan
+
+	source   Source
+	sink     Sink
+	stream   *StreamInfo
+	filter   *expr.Bound
+	project  []*expr.Bound
+	present  [][]int // per projected column, the table columns it reads (for partial rows)
+	sinkPlan SinkPlan
+	push     PushdownPlan
+}
+
+func expandEnv(s string, lookup func(string) (string, bool)) (string, error) {
+	return dsl.ExpandEnv(s, lookup)
+}
+
+// Setup executes a job's setup statements (SQL job files: the statements
+// before the consuming one) on the job's source connection, in order.
+func (r *Runner) Setup(ctx context.Context, job *plan.Job) error {
+	if len(job.Setup) == 0 {
+		return nil
+	}
+	b, err := r.Backend(ctx, job.Conn)
+	if err != nil {
+		return err
+	}
+	ex, ok := b.(Executor)
+	if !ok {
+		return fmt.Errorf("job %s: %s connections cannot run setup statements", job.Name, b.Scheme())
+	}
+	for _, st := range job.Setup {
+		stmts, err := dsl.ParseStatementsAt(st.Pos, st.Text)
+		if err != nil {
+			return err
+		}
+		for _, s := range stmts {
+			if _, err := ex.Exec(ctx, s); err != nil {
+				return pos.Errorf(s.Position(), "%w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Plan binds job to its databases: it describes the source stream, binds
+// and type-checks the filter and projection, describes the target, and
+// compiles what the run will execute. It reads catalogs but writes nothing.
+// Errors in the job (unknown columns, bad expressions, missing keys) are
+// returned together as a pos.List with file:line:col.
+func (r *Runner) Plan(ctx context.Context, job *plan.Job) (*Prepared, error) {
+	srcB, err := r.Backend(ctx, job.Conn)
+	if err != nil {
+		return nil, err
+	}
+	src, ok := srcB.(Source)
+	if !ok {
+		return nil, fmt.Errorf("job %s: %w: %s", job.Name, ErrNotSource, srcB.Scheme())
+	}
+	info, err := src.Stream(ctx, job.Source)
+	if err != nil {
+		return nil, pos.Errorf(job.Source.Pos, "%w", err)
+	}
+	streamSchema := cdc.StreamSchema(info.TableSchema)
+	p := &plan.Plan{
+		Job: job,
+		Source: plan.SourceStage{
+			Conn: srcB.Redacted(), Backend: srcB.Scheme(), Stream: info.Name, Table: info.Table,
+			Mode: info.Mode, Schema: streamSchema, TableSchema: info.TableSchema,
+		},
+	}
+	prep := &Prepared{Plan: p, source: src, stream: info}
+	for _, st := range job.Setup {
+		p.Setup = append(p.Setup, st.Text)
+	}
+
+	var errs pos.List
+	scope := expr.Scope{{Alias: info.Name, Schema: streamSchema}}
+	if job.Filter != nil {
+		if b, err := bindExpr(job.Filter.Text, job.Filter.Pos, scope); err != nil {
+			errs.Append(job.Filter.Pos, err)
+		} else if t := b.Type(); t.Kind != cdc.KindBoolean {
+			errs.Add(job.Filter.Pos, "filter must be a condition (BOOLEAN), not %s", t)
+		} else {
+			prep.filter = b
+			p.Filter = &plan.FilterStage{Text: job.Filter.Text, Expr: b, Dropped: droppedOps(b)}
+		}
+	}
+	r.bindProjection(prep, scope, &errs)
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	if err := r.planSink(ctx, prep, srcB); err != nil {
+		return nil, err
+	}
+	if err := r.planExecution(ctx, prep, srcB); err != nil {
+		return nil, err
+	}
+	p.Warnings = append(p.Warnings, warnings(p)...)
+	return prep, nil
+}
+
+func bindExpr(text string, at pos.Pos, scope expr.Scope) (*expr.Bound, error) {
+	e, err := expr.Parse(text, at)
+	if err != nil {
+		return nil, err
+	}
+	return e.Bind(scope)
+}
+
+// bindProjection binds the select items; an empty select list projects
+// every table column.
+func (r *Runner) bindProjection(prep *Prepared, scope expr.Scope, errs *pos.List) {
+	p := prep.Plan
+	items := p.Job.Select
+	if len(items) == 0 {
+		for _, c := range prep.stream.TableSchema.Columns {
+			items = append(items, plan.SelectItem{Expr: plan.Expr{Text: quoteIdent(c.Name), Pos: p.Job.Pos}})
+		}
+	}
+	seen := map[string]pos.Pos{}
+	for _, it := range items {
+		e, name, err := expr.ParseSelectItem(it.Expr.Text, it.Expr.Pos)
+		if err != nil {
+			errs.Append(it.Expr.Pos, err)
+			continue
+		}
+		if it.Alias != "" {
+			name = it.Alias
+		}
+		b, err := e.Bind(scope)
+		if err != nil {
+			errs.Append(it.Expr.Pos, err)
+			continue
+		}
+		key := strings.ToLower(name)
+		if prev, dup := seen[key]; dup {
+			errs.Add(it.Expr.Pos, "column %q is projected twice (first at %s); give one an alias", name, prev)
+			continue
+		}
+		seen[key] = it.Expr.Pos
+		var reads []int
+		for _, ref := range b.Columns() {
+			if ref.Col >= len(cdc.MetadataColumns) {
+				reads = append(reads, ref.Col-len(cdc.MetadataColumns))
+			}
+		}
+		prep.project = append(prep.project, b)
+		prep.present = append(prep.present, reads)
+		p.Project = append(p.Project, plan.ProjectItem{Name: name, Text: it.Expr.Text, Type: b.Type(), Expr: b})
+	}
+}
+
+// quoteIdent backquotes a column name for re-parsing in the dialect.
+func quoteIdent(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
+
+// droppedOps lists the change types the filter never keeps.
+func droppedOps(b *expr.Bound) []cdc.Op {
+	keep := expr.PossibleOps(b, 0, 0)
+	var out []cdc.Op
+	for _, op := range []cdc.Op{cdc.OpInsert, cdc.OpUpdateBefore, cdc.OpUpdateAfter, cdc.OpDelete} {
+		if !slices.Contains(keep, op) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// planSink resolves the sink stage: its backend, target and projected
+// schema.
+func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) error {
+	p, job := prep.Plan, prep.Plan.Job
+	conn := job.Sink.Conn
+	if job.Sink.Stdout {
+		conn = "stdout:" + job.Sink.Format
+	} else if conn == "" {
+		conn = job.Conn
+	}
+	b, err := r.Backend(ctx, conn)
+	if err != nil {
+		return pos.Errorf(job.Sink.ConnPos, "%w", err)
+	}
+	sink, ok := b.(Sink)
+	if !ok {
+		return pos.Errorf(job.Sink.ConnPos, "%w: %s", ErrNotSink, b.Scheme())
+	}
+	prep.sink = sink
+	cols := make([]cdc.Column, len(p.Project))
+	for i, it := range p.Project {
+		cols[i] = cdc.Column{Name: it.Name, Type: it.Type}
+	}
+	if len(job.Sink.Columns) > 0 {
+		if len(job.Sink.Columns) != len(cols) {
+			return pos.Errorf(job.Sink.TablePos, "INSERT names %d target columns but the SELECT yields %d", len(job.Sink.Columns), len(cols))
+		}
+		for i := range cols {
+			cols[i].Name = job.Sink.Columns[i]
+		}
+	}
+	projected := cdc.Schema{Columns: cols, Key: job.Sink.Keys}
+	var errs pos.List
+	for _, k := range job.Sink.Keys {
+		if projected.Index(k) < 0 {
+			errs.Add(job.Sink.KeysPos, "merge key %q is not a projected column (projected: %s)", k, strings.Join(projected.Names(), ", "))
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return err
+	}
+	mode := job.Sink.Mode
+	if mode == "" {
+		mode = plan.ModeAppend
+	}
+	st := plan.SinkStage{
+		Conn: b.Redacted(), Backend: b.Scheme(), Table: job.Sink.Table, Mode: mode,
+		Keys: job.Sink.Keys, Schema: projected, Merge: job.Sink.Merge,
+	}
+	if !job.Sink.Stdout {
+		_, exists, err := sink.Target(ctx, job.Sink.Table)
+		if err != nil {
+			return pos.Errorf(job.Sink.TablePos, "%w", err)
+		}
+		st.TableExists = exists
+	}
+	p.Sink = st
+	return nil
+}
+
+// planExecution chooses pushdown or a run through sluice and compiles the
+// steps.
+func (r *Runner) planExecution(ctx context.Context, prep *Prepared, srcB Backend) error {
+	p := prep.Plan
+	sinkB := prep.sink.(Backend)
+	if pd, ok := srcB.(Pushdowner); ok && sinkB.Identity() == srcB.Identity() && sinkB.Scheme() == srcB.Scheme() {
+		push, err := pd.Pushdown(ctx, p, prep.stream)
+		switch {
+		case err == nil:
+			prep.push = push
+			p.Pushdown = true
+			p.Steps = push.Steps()
+			return nil
+		case errors.Is(err, ErrNoPushdown):
+			p.Warnings = append(p.Warnings, fmt.Sprintf("not pushed down: %v; rows travel through sluice", err))
+		default:
+			return err
+		}
+	}
+	sp, err := prep.sink.PrepareSink(ctx, &p.Sink)
+	if err != nil {
+		return pos.Errorf(p.Job.Sink.TablePos, "%w", err)
+	}
+	prep.sinkPlan = sp
+	p.Steps = append(p.Steps, plan.Step{Where: "source", What: fmt.Sprintf("read the pending changes of stream %s up to a read point fixed now, in batches of %d", p.Source.Stream, r.batchSize())})
+	if p.Filter != nil || !identityProjection(p) {
+		p.Steps = append(p.Steps, plan.Step{Where: "sluice", What: "filter and project each change"})
+	}
+	p.Steps = append(p.Steps, sp.Steps()...)
+	p.Steps = append(p.Steps, plan.Step{Where: "source", What: fmt.Sprintf("after the sink commit: move stream %s's offset to the read point", p.Source.Stream)})
+	return nil
+}
+
+func identityProjection(p *plan.Plan) bool {
+	if len(p.Job.Select) == 0 {
+		return true
+	}
+	return false
+}
+
+// warnings derives the plan's warnings about consumption.
+func warnings(p *plan.Plan) []string {
+	var out []string
+	if p.Filter != nil && len(p.Filter.Dropped) > 0 {
+		names := make([]string, len(p.Filter.Dropped))
+		for i, op := range p.Filter.Dropped {
+			names[i] = op.String()
+		}
+		out = append(out, fmt.Sprintf("the filter drops %s changes: a run consumes them for good (the offset moves past them)", strings.Join(names, ", ")))
+	}
+	if p.Sink.Mode == plan.ModeMerge && p.Filter != nil && slices.Contains(p.Filter.Dropped, cdc.OpDelete) && p.Sink.Merge == nil {
+		out = append(out, "merge sink never sees DELETE changes: deleted source rows stay in the target")
+	}
+	if p.Sink.Mode == plan.ModeIgnore && p.Sink.TableExists {
+		out = append(out, fmt.Sprintf("mode ignore and target %s exists: a run does nothing and consumes nothing", p.Sink.Table))
+	}
+	if p.Sink.Mode == plan.ModeErrorIfExists && p.Sink.TableExists {
+		out = append(out, fmt.Sprintf("mode errorifexists and target %s exists: a run fails", p.Sink.Table))
+	}
+	if p.Sink.Backend == "stdout" {
+		out = append(out, "stdout sink: rows are printed, nothing is consumed (the offset does not move)")
+	}
+	return out
+}

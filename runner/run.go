@@ -1,0 +1,215 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/plan"
+)
+
+// Run executes a prepared plan once: exactly the steps Plan printed.
+//
+// Pushed-down plans run as one transaction in the database. Otherwise the
+// run starts from the job's checkpoint in the sink database when it belongs
+// to the same stream incarnation (else from the stream's offset), reads the
+// changes up to a read point, filters and projects them in batches, commits
+// the sink rows with the new checkpoint in one sink transaction and then
+// advances the stream's offset. On any error nothing is committed and the
+// offset stays where it was.
+func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err error) {
+	p := prep.Plan
+	res = &Result{Job: p.Job.Name, Start: time.Now().UTC()}
+	defer func() {
+		res.End = time.Now().UTC()
+		if r.Observer != nil {
+			r.Observer.RunDone(res, err)
+		}
+		if err != nil {
+			err = &RunError{Job: p.Job.Name, Err: err}
+		}
+	}()
+	if p.Sink.Mode == plan.ModeIgnore && p.Sink.TableExists {
+		res.Skipped = fmt.Sprintf("target %s exists and mode is ignore", p.Sink.Table)
+		return res, nil
+	}
+	if prep.push != nil {
+		stats, from, to, err := prep.push.Run(ctx, p.Job.Name)
+		if err != nil {
+			return res, err
+		}
+		res.Stats, res.From, res.To = stats, from, to
+		r.log().Info("run committed", "job", p.Job.Name, "pushdown", true, "from", from.String(), "to", to.String())
+		return res, nil
+	}
+	return r.runThrough(ctx, prep, res)
+}
+
+// runThrough moves rows through sluice (the cross-database path).
+func (r *Runner) runThrough(ctx context.Context, prep *Prepared, res *Result) (*Result, error) {
+	p := prep.Plan
+	tx, err := prep.sinkPlan.Begin(ctx, p.Job.Name)
+	if p.Sink.Mode == plan.ModeIgnore && errors.Is(err, ErrTargetExists) {
+		res.Skipped = fmt.Sprintf("target %s exists and mode is ignore", p.Sink.Table)
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback(ctx)
+		}
+	}()
+	// The stream may have moved since Plan; describe it again inside the
+	// sink transaction so the checkpoint comparison is current.
+	info, err := prep.source.Stream(ctx, p.Job.Source)
+	if err != nil {
+		return res, err
+	}
+	from := info.Offset
+	if cp, ok, err := tx.Checkpoint(ctx); err != nil {
+		return res, err
+	} else if ok && cp.StreamID == info.ID {
+		from = cp.Offset
+	}
+	res.From = from
+	rd, err := prep.source.Changes(ctx, info, from, ReadOptions{BatchSize: r.batchSize()})
+	if err != nil {
+		return res, err
+	}
+	defer rd.Close()
+	read := map[cdc.Op]int64{}
+	for {
+		batch, err := rd.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return res, err
+		}
+		out, err := prep.transform(batch, read)
+		if err != nil {
+			return res, err
+		}
+		if len(out) > 0 {
+			if err := tx.Write(ctx, out); err != nil {
+				return res, err
+			}
+		}
+	}
+	to := rd.ReadPoint()
+	stats, err := tx.Commit(ctx, Checkpoint{Job: p.Job.Name, Stream: info.Name, StreamID: info.ID, Offset: to, Updated: time.Now().UTC()})
+	if err != nil {
+		return res, err
+	}
+	committed = true
+	stats.Read = read
+	res.Stats, res.To = stats, to
+	if p.Sink.Backend == "stdout" {
+		res.To = from
+		res.Skipped = "stdout sink: nothing consumed"
+		return res, nil
+	}
+	// The rows and the checkpoint are durable; moving the stream's own
+	// offset lets `preview` show nothing pending and the log be purged. If
+	// it fails the next run still starts from the sink's checkpoint.
+	if !to.Equal(info.Offset) {
+		if err := prep.source.Advance(ctx, info, info.Offset, to); err != nil {
+			r.log().Warn("stream offset not advanced; the sink checkpoint is ahead and will be used", "job", p.Job.Name, "stream", info.Name, "err", err)
+		}
+	}
+	r.log().Info("run committed", "job", p.Job.Name, "from", from.String(), "to", to.String())
+	return res, nil
+}
+
+// transform filters and projects a batch, counting what was read.
+func (prep *Prepared) transform(batch []cdc.Change, read map[cdc.Op]int64) ([]cdc.Change, error) {
+	out := batch[:0:0]
+	nmeta := len(cdc.MetadataColumns)
+	for i := range batch {
+		ch := &batch[i]
+		read[ch.Op]++
+		row := streamRow{ch: ch, nmeta: nmeta}
+		if prep.filter != nil {
+			v, err := prep.filter.Eval(row)
+			if err != nil {
+				return nil, prep.rowError(ch, "filter", err)
+			}
+			if v != true {
+				continue
+			}
+		}
+		proj := cdc.Change{Op: ch.Op, CommitVersion: ch.CommitVersion, CommitTime: ch.CommitTime, Row: make([]any, len(prep.project))}
+		if ch.IsPartial() {
+			proj.Present = make([]bool, len(prep.project))
+		}
+		for j, b := range prep.project {
+			if ch.IsPartial() {
+				present := true
+				for _, c := range prep.present[j] {
+					present = present && ch.Present[c]
+				}
+				proj.Present[j] = present
+				if !present {
+					continue
+				}
+			}
+			v, err := b.Eval(row)
+			if err != nil {
+				return nil, prep.rowError(ch, prep.Plan.Project[j].Name, err)
+			}
+			proj.Row[j] = v
+		}
+		out = append(out, proj)
+	}
+	return out, nil
+}
+
+// rowError names the row's key in an evaluation error.
+func (prep *Prepared) rowError(ch *cdc.Change, what string, err error) error {
+	idx, _ := prep.stream.TableSchema.KeyIndexes()
+	key := make([]any, len(idx))
+	for i, k := range idx {
+		key[i] = ch.Row[k]
+	}
+	return fmt.Errorf("row with key %v: %s: %w", key, what, err)
+}
+
+// streamRow presents a change as a row of the stream schema (metadata
+// columns first) to expression evaluation.
+type streamRow struct {
+	ch    *cdc.Change
+	nmeta int
+}
+
+func (s streamRow) Value(_, col int) any {
+	switch col {
+	case 0:
+		return s.ch.Op.String()
+	case 1:
+		return s.ch.CommitVersion
+	case 2:
+		return s.ch.CommitTime
+	}
+	i := col - s.nmeta
+	if !s.ch.Has(i) {
+		return nil
+	}
+	return s.ch.Row[i]
+}
+
+// RunError is a failed run of a job. It wraps the cause.
+type RunError struct {
+	Job string
+	Err error
+}
+
+func (e *RunError) Error() string { return "job " + e.Job + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *RunError) Unwrap() error { return e.Err }

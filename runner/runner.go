@@ -1,0 +1,158 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/plan"
+)
+
+// DefaultConn is the connection used when neither the job, the Runner nor
+// SLUICE_CONN names one: an embedded SQLite file in the working directory.
+const DefaultConn = "sqlite:sluice.db"
+
+// DefaultBatchSize bounds the changes held in memory at once by a run that
+// moves rows through sluice.
+const DefaultBatchSize = 10000
+
+// Runner plans and runs jobs. The zero value is not usable; set Log at
+// least. A Runner caches open backends by connection URL; Close closes them.
+// It is safe for concurrent use by several goroutines running different
+// jobs.
+type Runner struct {
+	// Log receives run events; nil discards them.
+	Log *slog.Logger
+	// Conn is the default connection for jobs that name none ("" →
+	// $SLUICE_CONN → DefaultConn).
+	Conn string
+	// LookupEnv expands ${VAR} in connection strings; nil → os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// BatchSize bounds a batch; 0 → DefaultBatchSize.
+	BatchSize int
+	// Stdout receives rows of stdout sinks; nil → os.Stdout.
+	Stdout io.Writer
+	// Observer, when set, is told about every run (metrics hook).
+	Observer Observer
+
+	mu       sync.Mutex
+	backends map[string]Backend
+}
+
+// Observer is the metrics hook: it is called after every run, failed or
+// not.
+type Observer interface {
+	RunDone(r *Result, err error)
+}
+
+// Result reports one run.
+type Result struct {
+	Job     string
+	Start   time.Time // UTC
+	End     time.Time // UTC
+	Stats   Stats
+	From    cdc.Offset // offset the run read from
+	To      cdc.Offset // offset after the run ("" partitions: unchanged when Skipped)
+	Skipped string     // why nothing was consumed, "" when the run consumed
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
+}
+
+func (r *Runner) stdout() io.Writer {
+	if r.Stdout == nil {
+		return os.Stdout
+	}
+	return r.Stdout
+}
+
+func (r *Runner) batchSize() int {
+	if r.BatchSize <= 0 {
+		return DefaultBatchSize
+	}
+	return r.BatchSize
+}
+
+// Backend returns the open backend for conn (after ${ENV} expansion),
+// opening it on first use. conn "" means the Runner's default connection.
+func (r *Runner) Backend(ctx context.Context, conn string) (Backend, error) {
+	url, err := r.resolve(conn)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.backends[url]; ok {
+		return b, nil
+	}
+	b, err := Open(ctx, url, r.log())
+	if err != nil {
+		return nil, err
+	}
+	if o, ok := b.(interface{ SetOutput(io.Writer) }); ok {
+		o.SetOutput(r.stdout())
+	}
+	if r.backends == nil {
+		r.backends = map[string]Backend{}
+	}
+	r.backends[url] = b
+	return b, nil
+}
+
+// Close closes every backend the Runner opened.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for k, b := range r.backends {
+		errs = append(errs, b.Close())
+		delete(r.backends, k)
+	}
+	return errors.Join(errs...)
+}
+
+// resolve picks the connection and expands ${ENV} in it.
+func (r *Runner) resolve(conn string) (string, error) {
+	if conn == "" {
+		conn = r.Conn
+	}
+	lookup := r.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if conn == "" {
+		if v, ok := lookup("SLUICE_CONN"); ok && v != "" {
+			conn = v
+		}
+	}
+	if conn == "" {
+		conn = DefaultConn
+	}
+	out, err := expandEnv(conn, lookup)
+	if err != nil {
+		return "", fmt.Errorf("connection %q: %w", Redact(conn), err)
+	}
+	return out, nil
+}
+
+// RunJob runs a parsed job once: its setup statements, then Plan, then Run.
+func (r *Runner) RunJob(ctx context.Context, job *plan.Job) (*Result, error) {
+	if err := r.Setup(ctx, job); err != nil {
+		return nil, err
+	}
+	p, err := r.Plan(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	return r.Run(ctx, p)
+}

@@ -1,0 +1,272 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
+	_ "github.com/sluicedata/sluice/sinks/stdout"
+	_ "github.com/sluicedata/sluice/sources/sqlite"
+)
+
+// env is one test's databases and runner.
+type env struct {
+	t   *testing.T
+	dir string
+	r   *runner.Runner
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: "sqlite:" + filepath.Join(dir, "src.db"), BatchSize: 2}
+	t.Cleanup(func() { r.Close() })
+	return &env{t: t, dir: dir, r: r}
+}
+
+// conn returns the URL of a database file in the test's directory.
+func (e *env) conn(name string) string { return "sqlite:" + filepath.Join(e.dir, name) }
+
+// sql runs statements on conn ("" = the default) and returns the last
+// result set's rows rendered as text.
+func (e *env) sql(conn, text string) [][]string {
+	e.t.Helper()
+	b, err := e.r.Backend(context.Background(), conn)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	stmts, err := dsl.ParseStatements("test.sql", text)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out [][]string
+	for _, st := range stmts {
+		rs, err := b.(runner.Executor).Exec(context.Background(), st)
+		if err != nil {
+			e.t.Fatalf("%s: %v", st.SQL(), err)
+		}
+		if rs != nil {
+			out = nil
+			for _, row := range rs.Rows {
+				var cells []string
+				for i, v := range row {
+					cells = append(cells, cdc.FormatValue(v, rs.Columns[i].Type))
+				}
+				out = append(out, cells)
+			}
+		}
+	}
+	return out
+}
+
+func (e *env) job(name, src string) *plan.Job {
+	e.t.Helper()
+	j, err := dsl.ParseJob(name, []byte(src))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return j
+}
+
+func (e *env) run(j *plan.Job) (*runner.Result, error) {
+	return e.r.RunJob(context.Background(), j)
+}
+
+// pending returns the stream's pending changes as "OP id" strings.
+func (e *env) pending(stream string) []string {
+	e.t.Helper()
+	b, _ := e.r.Backend(context.Background(), "")
+	src := b.(runner.Source)
+	info, err := src.Stream(context.Background(), plan.Source{Stream: stream})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rd, err := src.Changes(context.Background(), info, info.Offset, runner.ReadOptions{BatchSize: 100})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rd.Close()
+	var out []string
+	for {
+		batch, err := rd.Next(context.Background())
+		if err != nil {
+			break
+		}
+		for _, ch := range batch {
+			out = append(out, ch.Op.String()+" "+cdc.FormatValue(ch.Row[0], cdc.Type{}))
+		}
+	}
+	return out
+}
+
+const seedSetup = `
+CREATE TABLE orders (id INT, name STRING, amount DECIMAL(10,2), status STRING, PRIMARY KEY (id));
+ALTER TABLE orders SET PROPERTIES ('change_tracking' = 'true');
+INSERT INTO orders VALUES (1, 'Alice', 1000.00, 'active'), (2, 'Bob', 2000.00, 'active'), (3, 'Carol', 500.00, 'active');
+CREATE TABLE STREAM orders_stream ON TABLE orders WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');
+`
+
+const seedChanges = `
+INSERT INTO orders VALUES (4, 'Dave', 3000.00, 'active');
+UPDATE orders SET amount = 1500.00 WHERE id = 1;
+DELETE FROM orders WHERE id = 3;
+`
+
+func TestSeedAppendSameDatabase(t *testing.T) {
+	e := newEnv(t)
+	e.sql("", seedSetup+seedChanges)
+	j := e.job("append.yaml", `
+source: orders_stream
+filter: "`+"`__change_type`"+` IN ('INSERT', 'UPDATE_AFTER')"
+select: [id, name, amount, status]
+sink: {table: orders_target, mode: append}
+`)
+	res, err := e.run(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[cdc.Op]int64{cdc.OpInsert: 1, cdc.OpUpdateBefore: 1, cdc.OpUpdateAfter: 1, cdc.OpDelete: 1}
+	for op, n := range want {
+		if res.Stats.Read[op] != n {
+			t.Errorf("read %s = %d, want %d (all: %v)", op, res.Stats.Read[op], n, res.Stats.Read)
+		}
+	}
+	got := e.sql("", "SELECT id, name, amount, status FROM orders_target ORDER BY id")
+	wantRows := [][]string{{"1", "Alice", "1500.00", "active"}, {"4", "Dave", "3000.00", "active"}}
+	if !equalRows(got, wantRows) {
+		t.Fatalf("target = %v, want %v", got, wantRows)
+	}
+	if p := e.pending("orders_stream"); len(p) != 0 {
+		t.Fatalf("after the run the stream still has %v pending (filtered changes must be consumed)", p)
+	}
+	res, err = e.run(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sum(res.Stats.Read); n != 0 {
+		t.Fatalf("second run read %d changes, want 0", n)
+	}
+	if got := e.sql("", "SELECT count(*) FROM orders_target"); got[0][0] != "2" {
+		t.Fatalf("second run changed the target: %v rows", got)
+	}
+}
+
+func TestCrossDatabaseMergeExactlyOnce(t *testing.T) {
+	e := newEnv(t)
+	e.sql("", seedSetup+`CREATE TABLE STREAM full_stream ON TABLE orders WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE');`)
+	sink := e.conn("sink.db")
+	j := e.job("merge.yaml", `
+source: full_stream
+sink: {table: replica, mode: merge, keys: [id], connection: `+sink+`}
+`)
+	if _, err := e.run(j); err != nil {
+		t.Fatal(err)
+	}
+	e.sql("", seedChanges)
+	if _, err := e.run(j); err != nil {
+		t.Fatal(err)
+	}
+	got := e.sql(sink, "SELECT id, name, amount FROM replica ORDER BY id")
+	want := e.sql("", "SELECT id, name, amount FROM orders ORDER BY id")
+	if !equalRows(got, want) {
+		t.Fatalf("replica = %v, source = %v", got, want)
+	}
+}
+
+func TestFailedSinkWriteMovesNoOffset(t *testing.T) {
+	e := newEnv(t)
+	e.sql("", seedSetup+seedChanges)
+	sink := e.conn("sink.db")
+	// The target's amount column is INT: 'Alice' cannot be stored there.
+	e.sql(sink, "CREATE TABLE bad_target (id INT, amount INT, PRIMARY KEY (id))")
+	j := e.job("bad.yaml", `
+source: orders_stream
+select: [id, "name AS amount"]
+sink: {table: bad_target, mode: append, connection: `+sink+`}
+`)
+	before := e.pending("orders_stream")
+	_, err := e.run(j)
+	if err == nil {
+		t.Fatal("run succeeded, want a type error")
+	}
+	if !errors.Is(err, cdc.ErrBadValue) || !strings.Contains(err.Error(), `"amount"`) {
+		t.Fatalf("error %q should be a value error naming column amount", err)
+	}
+	after := e.pending("orders_stream")
+	if strings.Join(before, ",") != strings.Join(after, ",") || len(after) != 4 {
+		t.Fatalf("pending changes before %v, after %v: the failed run must move nothing", before, after)
+	}
+	if got := e.sql(sink, "SELECT count(*) FROM bad_target"); got[0][0] != "0" {
+		t.Fatalf("failed run left %s rows in the target", got[0][0])
+	}
+}
+
+func TestPlanPrintsWarningForDroppedChanges(t *testing.T) {
+	e := newEnv(t)
+	e.sql("", seedSetup)
+	j := e.job("append.yaml", `
+source: orders_stream
+filter: "`+"`__change_type`"+` = 'INSERT'"
+sink: {table: t, mode: append}
+`)
+	p, err := e.r.Plan(context.Background(), j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := plan.Format(&buf, p.Plan); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"UPDATE_BEFORE, UPDATE_AFTER, DELETE", "consumes them for good"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestUnknownColumnHasPosition(t *testing.T) {
+	e := newEnv(t)
+	e.sql("", seedSetup)
+	j := e.job("jobs/x.yaml", "source: orders_stream\nselect: [id, nmae]\nsink: {table: t}\n")
+	_, err := e.r.Plan(context.Background(), j)
+	if err == nil || !strings.Contains(err.Error(), "jobs/x.yaml:2:14") || !strings.Contains(err.Error(), "nmae") {
+		t.Fatalf("error = %v, want one at jobs/x.yaml:2:14 naming nmae", err)
+	}
+}
+
+func TestUnknownScheme(t *testing.T) {
+	r := &runner.Runner{Conn: "mysql://x"}
+	_, err := r.Backend(context.Background(), "")
+	if !errors.Is(err, runner.ErrUnknownScheme) || !strings.Contains(err.Error(), "sqlite") {
+		t.Fatalf("err = %v, want ErrUnknownScheme listing sqlite", err)
+	}
+}
+
+func equalRows(a, b [][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if strings.Join(a[i], "|") != strings.Join(b[i], "|") {
+			return false
+		}
+	}
+	return true
+}
+
+func sum(m map[cdc.Op]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
