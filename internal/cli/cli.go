@@ -17,6 +17,7 @@ import (
 
 	// Backends register themselves by connection scheme.
 	_ "github.com/sluicedata/sluice/sinks/stdout"
+	_ "github.com/sluicedata/sluice/sources/postgres"
 	_ "github.com/sluicedata/sluice/sources/sqlite"
 )
 

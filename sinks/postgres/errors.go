@@ -1,0 +1,41 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sluicedata/sluice/runner"
+)
+
+// Sentinel errors of package sinks/postgres.
+var (
+	// ErrNoKeys is a merge sink without key columns.
+	ErrNoKeys = errors.New("merge sink needs key columns")
+	// ErrUnknownColumn is a sink column that the target table lacks.
+	ErrUnknownColumn = errors.New("target table has no such column")
+	// ErrUnsupportedType is a PostgreSQL column type sluice cannot map to a
+	// logical type.
+	ErrUnsupportedType = errors.New("unsupported PostgreSQL column type")
+	// ErrMergeClause is a SQL MERGE clause that cannot be compiled.
+	ErrMergeClause = errors.New("bad MERGE clause")
+)
+
+// ErrIgnored is matched (errors.Is) by the error Begin returns when the
+// sink's mode is ignore and the target table exists: the run writes nothing
+// and must consume nothing. The same error also matches
+// runner.ErrTargetExists (as in sinks/sqlite).
+var ErrIgnored = errors.New("target exists; mode ignore writes nothing and consumes nothing")
+
+type ignoredError struct{ table string }
+
+func (e *ignoredError) Error() string {
+	return fmt.Sprintf("postgres sink: target table %s exists; mode ignore writes nothing and consumes nothing", Quote(e.table))
+}
+
+func (e *ignoredError) Is(target error) bool {
+	return target == ErrIgnored || target == runner.ErrTargetExists
+}
+
+// ErrMergeCardinality is wrapped by the error of a SQL MERGE whose source
+// touches one target row (or inserts one key) more than once.
+var ErrMergeCardinality = errors.New("MERGE source touches a target row more than once")

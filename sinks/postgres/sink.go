@@ -1,0 +1,292 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
+)
+
+// Sink writes projected rows into tables of one PostgreSQL database. The
+// postgres backend (sources/postgres) delegates runner.Sink's Target and
+// PrepareSink to it.
+type Sink struct {
+	pool    *pgxpool.Pool
+	version int
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	ensured bool
+}
+
+// New returns a sink on pool; version is the server's server_version_num
+// (MERGE needs 150000). log may be nil.
+func New(pool *pgxpool.Pool, version int, log *slog.Logger) *Sink {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Sink{pool: pool, version: version, log: log}
+}
+
+// ensure creates sluice.checkpoints once per Sink, in its own short
+// transaction under an advisory lock (CREATE … IF NOT EXISTS races
+// between processes otherwise).
+func (s *Sink) ensure(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ensured {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.schema'))`); err != nil {
+			return err
+		}
+		return EnsureCheckpoints(ctx, tx)
+	})
+	if err != nil {
+		return fmt.Errorf("postgres sink: %w", err)
+	}
+	s.ensured = true
+	return nil
+}
+
+// Target describes table: its columns with logical types (LogicalType),
+// its primary key, and whether it exists. A missing table is a zero Schema
+// and false, not an error.
+func (s *Sink) Target(ctx context.Context, table string) (cdc.Schema, bool, error) {
+	t, ok, err := DescribeTable(ctx, s.pool, table)
+	if err != nil || !ok {
+		return cdc.Schema{}, false, err
+	}
+	return t.Schema(), true, nil
+}
+
+// PrepareSink compiles how rows are written to st.Table (runner.Sink).
+func (s *Sink) PrepareSink(ctx context.Context, st *plan.SinkStage) (runner.SinkPlan, error) {
+	return s.Prepare(ctx, st)
+}
+
+// Prepare is PrepareSink returning the concrete *Plan (pushdown uses
+// Plan.Attach). It checks an existing target: every projected column must
+// exist with a compatible type; a merge target on PostgreSQL 13/14 needs a
+// primary key or unique index on st.Keys; a SQL MERGE job needs an
+// existing target.
+func (s *Sink) Prepare(ctx context.Context, st *plan.SinkStage) (*Plan, error) {
+	stc := *st
+	p := &Plan{sink: s, st: &stc}
+	t, exists, err := DescribeTable(ctx, s.pool, st.Table)
+	if err != nil {
+		return nil, fmt.Errorf("postgres sink: %w", err)
+	}
+	c, err := p.compile(ctx, s.pool, t, exists)
+	if err != nil {
+		return nil, err
+	}
+	p.steps = c.steps(p.st, exists)
+	return p, nil
+}
+
+// Plan is a compiled PostgreSQL sink (runner.SinkPlan).
+type Plan struct {
+	sink  *Sink
+	st    *plan.SinkStage
+	steps []plan.Step
+}
+
+// Steps returns the statements a run executes, in order.
+func (p *Plan) Steps() []plan.Step { return p.steps }
+
+// Stage returns the sink stage the plan was compiled for.
+func (p *Plan) Stage() *plan.SinkStage { return p.st }
+
+// compiled is the SQL of one sink stage against one state of the target.
+type compiled struct {
+	table   string
+	create  string     // CREATE TABLE of a missing target, "" when it exists
+	target  *Table     // the target (synthesized when missing)
+	types   []cdc.Type // the logical type each projected column is written as
+	columns []string   // target column names, aligned with st.Schema
+	stage   string     // CREATE TEMP TABLE of the stage, "" for direct COPY
+	apply   *Apply     // the merge over StageTable (full rows); nil for direct COPY
+	partial *Apply     // the same for batches with partial rows
+	version int
+}
+
+// compile builds the statements for target t (exists tells whether it
+// does).
+func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*compiled, error) {
+	st := p.st
+	c := &compiled{table: st.Table, version: p.sink.version}
+	if err := checkReserved(st.Schema); err != nil {
+		return nil, err
+	}
+	if st.Merge != nil && !exists {
+		return nil, fmt.Errorf("postgres sink: MERGE INTO %s: the target table does not exist; create it first (CREATE TABLE)", Quote(st.Table))
+	}
+	if !exists {
+		var keys []string
+		if st.Mode == plan.ModeMerge {
+			keys = st.Keys
+		}
+		c.create = CreateTableSQL(st.Table, st.Schema, keys)
+		t = &Table{Name: st.Table, Key: keys}
+		for _, col := range st.Schema.Columns {
+			t.Columns = append(t.Columns, Column{Column: col, PGType: ColumnType(col.Type), Native: true})
+		}
+	}
+	c.target = t
+	target := t.Schema()
+	c.types = make([]cdc.Type, len(st.Schema.Columns))
+	c.columns = make([]string, len(st.Schema.Columns))
+	var stageDefs []string
+	for i, col := range st.Schema.Columns {
+		if st.Merge != nil {
+			// A SQL MERGE source is any relation: stage it with its own types.
+			c.types[i], c.columns[i] = col.Type, col.Name
+			stageDefs = append(stageDefs, Quote(col.Name)+" "+ColumnType(col.Type))
+			continue
+		}
+		tc, ok := target.Column(col.Name)
+		if !ok {
+			return nil, fmt.Errorf("postgres sink: %w: %s has no column %q (it has %s); add it or project fewer columns", ErrUnknownColumn, Quote(st.Table), col.Name, strings.Join(target.Names(), ", "))
+		}
+		if !Compatible(col.Type, tc.Type) {
+			return nil, fmt.Errorf("postgres sink: column %q of %s is %s, which cannot hold the projected %s", tc.Name, Quote(st.Table), tc.Type, col.Type)
+		}
+		c.types[i], c.columns[i] = tc.Type, tc.Name
+		pgt := t.Columns[target.Index(tc.Name)].PGType
+		stageDefs = append(stageDefs, Quote(col.Name)+" "+pgt)
+	}
+	if st.Mode != plan.ModeMerge && st.Merge == nil {
+		return c, nil
+	}
+	if st.Merge == nil && exists && p.sink.version < MinMergeVersion {
+		ok, err := hasUniqueKey(ctx, q, st.Table, t, st.Keys)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("postgres sink: mode merge into %s on PostgreSQL < 15 uses INSERT … ON CONFLICT, which needs a PRIMARY KEY or UNIQUE index on (%s); add one or write to a new table", Quote(st.Table), strings.Join(st.Keys, ", "))
+		}
+	}
+	opt := ApplyOptions{ServerVersion: p.sink.version}
+	var err error
+	if c.apply, err = CompileApply(st, target, "pg_temp."+StageTable, opt); err != nil {
+		return nil, err
+	}
+	if st.Merge == nil {
+		opt.Partial = true
+		if c.partial, err = CompileApply(st, target, "pg_temp."+StageTable, opt); err != nil {
+			return nil, err
+		}
+	}
+	c.stage = fmt.Sprintf("CREATE TEMP TABLE %s (%s text NOT NULL, %s bigint, %s bigint NOT NULL, %s text, %s) ON COMMIT DROP",
+		StageTable, colOp, colVer, colOrd, colPresent, strings.Join(stageDefs, ", "))
+	return c, nil
+}
+
+// CreateTableSQL returns the CREATE TABLE of a target created from the
+// projected schema s, with PRIMARY KEY (keys) when keys is not empty.
+func CreateTableSQL(table string, s cdc.Schema, keys []string) string {
+	var defs []string
+	for _, c := range s.Columns {
+		d := Quote(c.Name) + " " + ColumnType(c.Type)
+		if c.NotNull || slices.Contains(keys, c.Name) {
+			d += " NOT NULL"
+		}
+		defs = append(defs, d)
+	}
+	if len(keys) > 0 {
+		defs = append(defs, "PRIMARY KEY ("+QuoteList("", keys)+")")
+	}
+	return fmt.Sprintf("CREATE TABLE %s (%s)", Quote(table), strings.Join(defs, ", "))
+}
+
+// hasUniqueKey reports whether table has a primary key or a non-partial
+// unique index on exactly keys (any order), as ON CONFLICT (keys) needs.
+func hasUniqueKey(ctx context.Context, q Querier, table string, t *Table, keys []string) (bool, error) {
+	if sameSet(t.Key, keys) {
+		return true, nil
+	}
+	rows, err := q.Query(ctx, `SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_index i
+		CROSS JOIN LATERAL unnest(i.indkey) AS k(attnum)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+		GROUP BY i.indexrelid`, Quote(table))
+	if err != nil {
+		return false, fmt.Errorf("postgres sink: list indexes of %s: %w", Quote(table), err)
+	}
+	sets, err := pgx.CollectRows(rows, pgx.RowTo[[]string])
+	if err != nil {
+		return false, fmt.Errorf("postgres sink: list indexes of %s: %w", Quote(table), err)
+	}
+	for _, s := range sets {
+		if sameSet(s, keys) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	for _, x := range a {
+		if !slices.ContainsFunc(b, func(y string) bool { return strings.EqualFold(x, y) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// steps lists what a run executes, for the plan.
+func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
+	sk := func(what, sql string) plan.Step { return plan.Step{Where: "sink", What: what, SQL: sql} }
+	out := []plan.Step{
+		sk("begin the sink transaction", "BEGIN"),
+		sk("serialize runs of this job", "SELECT pg_advisory_xact_lock(hashtext('sluice.job:' || $1))"),
+	}
+	if !exists {
+		out = append(out, sk(fmt.Sprintf("create the missing target %s", st.Table), c.create))
+	}
+	switch st.Mode {
+	case plan.ModeOverwrite:
+		out = append(out, sk("remove the target's rows (mode overwrite)", "DELETE FROM "+Quote(st.Table)))
+	case plan.ModeErrorIfExists:
+		if exists {
+			out = append(out, plan.Step{Where: "sink", What: fmt.Sprintf("fail: target %s exists (mode errorifexists)", st.Table)})
+		}
+	case plan.ModeIgnore:
+		if exists {
+			out = append(out, plan.Step{Where: "sink", What: fmt.Sprintf("do nothing: target %s exists (mode ignore); nothing is consumed", st.Table)})
+		}
+	}
+	if c.apply == nil {
+		out = append(out, sk(fmt.Sprintf("COPY each batch into %s (binary COPY FROM STDIN)", st.Table),
+			fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", Quote(st.Table), QuoteList("", c.columns))))
+	} else {
+		cols := QuoteList("", st.Schema.Names())
+		out = append(out, sk("create the staging table", c.stage),
+			sk("COPY each batch into the staging table", fmt.Sprintf("COPY %s (%s, %s, %s, %s, %s) FROM STDIN (FORMAT binary)", StageTable, colOp, colVer, colOrd, colPresent, cols)))
+		out = append(out, c.apply.Steps()...)
+		if c.partial != nil {
+			for _, s := range c.partial.Steps() {
+				if s.SQL != "" && !slices.ContainsFunc(c.apply.Steps(), func(o plan.Step) bool { return o.SQL == s.SQL }) {
+					s.What = "instead, when the staged rows include partial rows: " + s.What
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	out = append(out, sk("store the job's checkpoint in the same transaction", upsertCheckpointSQL), sk("commit rows and checkpoint together", "COMMIT"))
+	return out
+}

@@ -1,0 +1,397 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
+)
+
+// Tx is one run's transaction in the sink database (runner.SinkTx). Rows
+// of append, overwrite and errorifexists are COPYed into the target as
+// Write receives them; merge rows are COPYed into the TEMP table
+// sluice_stage and applied by Commit. Nothing is visible to other
+// sessions before Commit.
+type Tx struct {
+	p       *Plan
+	tx      pgx.Tx
+	owned   bool // Begin opened tx; Commit commits it
+	job     string
+	c       *compiled
+	keyIdx  []int
+	keyName []string
+	ord     int64
+	partial bool // a partial row was staged
+	written map[cdc.Op]int64
+	err     error // a failed Write poisons the transaction
+	done    bool
+}
+
+// Begin opens the sink transaction of one run of job (READ COMMITTED) and
+// takes a transaction-level advisory lock on the job's name, so two runs of
+// one job serialize. Inside it, it creates a missing target and applies the
+// mode: overwrite deletes the target's rows; errorifexists fails with an
+// error wrapping runner.ErrTargetExists when the target exists; ignore
+// returns an error matching ErrIgnored (and runner.ErrTargetExists).
+func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
+	if err := p.sink.ensure(ctx); err != nil {
+		return nil, err
+	}
+	tx, err := p.sink.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres sink: begin: %w", err)
+	}
+	t, err := p.attach(ctx, tx, job, true)
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return t, nil
+}
+
+// Attach is Begin inside a transaction the caller runs (pushdown): it sets
+// up the target the same way; Commit then applies staged rows and stores
+// the checkpoint but leaves COMMIT and ROLLBACK to the caller. The caller
+// must have created sluice.checkpoints (EnsureCheckpoints) beforehand.
+func (p *Plan) Attach(ctx context.Context, tx pgx.Tx, job string) (*Tx, error) {
+	return p.attach(ctx, tx, job, false)
+}
+
+func (p *Plan) attach(ctx context.Context, tx pgx.Tx, job string, owned bool) (*Tx, error) {
+	st := p.st
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.job:' || $1))`, job); err != nil {
+		return nil, fmt.Errorf("postgres sink: lock job %q: %w", job, err)
+	}
+	t, exists, err := DescribeTable(ctx, tx, st.Table)
+	if err != nil {
+		return nil, fmt.Errorf("postgres sink: %w", err)
+	}
+	if exists {
+		switch st.Mode {
+		case plan.ModeErrorIfExists:
+			return nil, fmt.Errorf("postgres sink: %w: %s (mode errorifexists)", runner.ErrTargetExists, Quote(st.Table))
+		case plan.ModeIgnore:
+			return nil, &ignoredError{table: st.Table}
+		}
+	}
+	c, err := p.compile(ctx, tx, t, exists)
+	if err != nil {
+		return nil, err
+	}
+	x := &Tx{p: p, tx: tx, owned: owned, job: job, c: c, written: map[cdc.Op]int64{}}
+	x.keyColumns()
+	var setup []string
+	if c.create != "" {
+		setup = append(setup, c.create)
+	}
+	if exists && st.Mode == plan.ModeOverwrite {
+		setup = append(setup, "DELETE FROM "+Quote(st.Table))
+	}
+	if c.stage != "" {
+		setup = append(setup, "DROP TABLE IF EXISTS pg_temp."+StageTable, c.stage)
+	}
+	for _, q := range setup {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return nil, fmt.Errorf("postgres sink: %s: %w", firstWords(q), err)
+		}
+	}
+	return x, nil
+}
+
+func firstWords(sql string) string {
+	f := strings.Fields(sql)
+	if len(f) > 4 {
+		f = f[:4]
+	}
+	return strings.Join(f, " ")
+}
+
+// keyColumns picks the columns that name a row in errors: the merge keys,
+// the MERGE ON source columns, or the target's primary key when projected.
+func (t *Tx) keyColumns() {
+	st := t.p.st
+	names := st.Keys
+	if st.Merge != nil {
+		names = nil
+		for _, kp := range st.Merge.On {
+			names = append(names, kp.Source)
+		}
+	}
+	if len(names) == 0 {
+		names = t.c.target.Key
+	}
+	for _, n := range names {
+		i := st.Schema.Index(n)
+		if i < 0 {
+			t.keyIdx, t.keyName = nil, nil
+			return
+		}
+		t.keyIdx = append(t.keyIdx, i)
+		t.keyName = append(t.keyName, st.Schema.Columns[i].Name)
+	}
+}
+
+// Checkpoint returns the job's stored checkpoint, read inside the
+// transaction; ok is false when the job has none.
+func (t *Tx) Checkpoint(ctx context.Context) (runner.Checkpoint, bool, error) {
+	return ReadCheckpoint(ctx, t.tx, t.job)
+}
+
+// Write COPYs a batch into the target (append modes) or the staging table
+// (merge). Each Row is aligned with SinkStage.Schema and holds canonical
+// values; each is coerced to its target column's logical type (cdc.Coerce)
+// and encoded for pgx (Encode: DECIMAL exactly, as pgtype.Numeric). Append
+// modes write every change they receive, whatever its Op; columns a
+// partial row does not carry are NULL. A value that does not fit returns a
+// *cdc.ValueError naming the row's key and the column, and poisons the
+// transaction: Commit fails and nothing is stored.
+func (t *Tx) Write(ctx context.Context, batch []cdc.Change) error {
+	if t.err != nil {
+		return t.err
+	}
+	if t.done {
+		return errors.New("postgres sink: write after commit")
+	}
+	if err := t.write(ctx, batch); err != nil {
+		t.err = err
+		return err
+	}
+	return nil
+}
+
+func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	st := t.p.st
+	cols := st.Schema.Columns
+	staged := t.c.apply != nil
+	off := 0
+	if staged {
+		off = 4
+	}
+	rows := make([][]any, 0, len(batch))
+	for bi := range batch {
+		ch := &batch[bi]
+		if len(ch.Row) != len(cols) || (ch.Present != nil && len(ch.Present) != len(cols)) {
+			return fmt.Errorf("postgres sink: row has %d values for %d columns", len(ch.Row), len(cols))
+		}
+		if staged && ch.Op == cdc.OpUpdateBefore && st.Merge == nil {
+			continue // a merge ignores UPDATE_BEFORE
+		}
+		r := make([]any, off+len(cols))
+		if staged {
+			t.ord++
+			r[0], r[1], r[2], r[3] = ch.Op.String(), ch.CommitVersion, t.ord, presentMask(ch)
+			if ch.Present != nil {
+				t.partial = true
+			}
+		}
+		for i := range cols {
+			var v any
+			if ch.Has(i) {
+				v = ch.Row[i]
+			}
+			cv, err := cdc.Coerce(v, t.c.types[i])
+			if err != nil {
+				return t.valueError(err, ch, t.c.columns[i])
+			}
+			r[off+i] = Encode(cv, t.c.types[i])
+		}
+		if staged && st.Merge == nil {
+			for j, i := range t.keyIdx {
+				if !ch.Has(i) || ch.Row[i] == nil {
+					return t.valueError(&cdc.ValueError{Type: t.c.types[i], Reason: "a merge key column must not be NULL or missing"}, ch, t.keyName[j])
+				}
+			}
+		}
+		rows = append(rows, r)
+		if !staged {
+			t.written[ch.Op]++
+		}
+	}
+	var table pgx.Identifier
+	var names []string
+	if staged {
+		table = pgx.Identifier{StageTable}
+		names = append([]string{colOp, colVer, colOrd, colPresent}, st.Schema.Names()...)
+	} else {
+		table = pgx.Identifier{st.Table}
+		names = t.c.columns
+	}
+	if _, err := t.tx.CopyFrom(ctx, table, names, pgx.CopyFromRows(rows)); err != nil {
+		return t.copyError(err, batch, rows)
+	}
+	return nil
+}
+
+var copyLine = regexp.MustCompile(`line (\d+)(?:, column ([^:]+))?`)
+
+// copyError names the row (by key) and column of a COPY failure.
+func (t *Tx) copyError(err error, batch []cdc.Change, rows [][]any) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		if m := copyLine.FindStringSubmatch(pe.Where); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			if n >= 1 && n <= len(rows) {
+				// rows skip UPDATE_BEFOREs of a merge; find the change by counting.
+				ch := t.nthWritten(batch, n-1)
+				if ch != nil {
+					return fmt.Errorf("postgres sink: write %s: row with key %s, column %s: %w", Quote(t.p.st.Table), t.keyText(ch), m[2], err)
+				}
+			}
+		}
+	}
+	return fmt.Errorf("postgres sink: write %s: %w", Quote(t.p.st.Table), err)
+}
+
+func (t *Tx) nthWritten(batch []cdc.Change, n int) *cdc.Change {
+	skip := t.c.apply != nil && t.p.st.Merge == nil
+	for i := range batch {
+		if skip && batch[i].Op == cdc.OpUpdateBefore {
+			continue
+		}
+		if n == 0 {
+			return &batch[i]
+		}
+		n--
+	}
+	return nil
+}
+
+func presentMask(ch *cdc.Change) any {
+	if ch.Present == nil {
+		return nil
+	}
+	b := make([]byte, len(ch.Present))
+	for i, p := range ch.Present {
+		b[i] = '0'
+		if p {
+			b[i] = '1'
+		}
+	}
+	return string(b)
+}
+
+// keyText renders the row's key as "(k1=v1, k2=v2)".
+func (t *Tx) keyText(ch *cdc.Change) string {
+	parts := make([]string, len(t.keyIdx))
+	for j, i := range t.keyIdx {
+		parts[j] = t.keyName[j] + "=" + cdc.FormatValue(ch.Row[i], t.p.st.Schema.Columns[i].Type)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+type rawText string
+
+func (r rawText) String() string { return string(r) }
+
+func (t *Tx) valueError(err error, ch *cdc.Change, column string) error {
+	var ve *cdc.ValueError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("postgres sink: column %q: %w", column, err)
+	}
+	out := *ve
+	out.Column = column
+	if t.keyIdx != nil {
+		out.Key = make([]any, len(t.keyIdx))
+		for j, i := range t.keyIdx {
+			out.Key[j] = rawText(t.keyName[j] + "=" + cdc.FormatValue(ch.Row[i], t.p.st.Schema.Columns[i].Type))
+		}
+	}
+	return fmt.Errorf("postgres sink: write %s: %w", Quote(t.p.st.Table), &out)
+}
+
+// Commit applies the staged merge rows (the Apply statements over
+// sluice_stage; the partial-row variant when a partial row was staged),
+// upserts the job's checkpoint and commits, all in one transaction. It
+// returns the rows written by change type. On error it rolls back: neither
+// rows nor checkpoint are stored. A Tx from Attach does not COMMIT.
+func (t *Tx) Commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, error) {
+	if t.done {
+		return runner.Stats{}, errors.New("postgres sink: commit after commit or rollback")
+	}
+	if t.err != nil {
+		_ = t.Rollback(ctx)
+		return runner.Stats{}, t.err
+	}
+	st, err := t.commit(ctx, cp)
+	if err != nil {
+		_ = t.Rollback(ctx)
+		return runner.Stats{}, err
+	}
+	return st, nil
+}
+
+func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, error) {
+	if t.c.apply != nil {
+		a := t.c.apply
+		if t.partial && t.c.partial != nil {
+			a = t.c.partial
+		}
+		w, err := a.Exec(ctx, t.tx)
+		if err != nil {
+			return runner.Stats{}, err
+		}
+		for op, n := range w {
+			t.written[op] += n
+		}
+		if _, err := t.tx.Exec(ctx, "DROP TABLE pg_temp."+StageTable); err != nil {
+			return runner.Stats{}, fmt.Errorf("postgres sink: drop staging table: %w", err)
+		}
+	}
+	if err := StoreCheckpoint(ctx, t.tx, t.job, cp); err != nil {
+		return runner.Stats{}, err
+	}
+	if t.owned {
+		if err := t.tx.Commit(ctx); err != nil {
+			return runner.Stats{}, fmt.Errorf("postgres sink: commit: %w", err)
+		}
+	}
+	t.done = true
+	return runner.Stats{Written: t.written}, nil
+}
+
+// ApplyRelation applies the rows of relation (a change relation, see
+// CompileApply) to the target inside the transaction, with the statements
+// Commit uses for staged rows, and adds what it wrote to the Stats Commit
+// returns. Pushdown calls it on a Tx from Attach.
+func (t *Tx) ApplyRelation(ctx context.Context, relation string) error {
+	a, err := CompileApply(t.p.st, t.c.target.Schema(), relation, ApplyOptions{ServerVersion: t.c.version})
+	if err != nil {
+		return err
+	}
+	w, err := a.Exec(ctx, t.tx)
+	if err != nil {
+		return err
+	}
+	for op, n := range w {
+		t.written[op] += n
+	}
+	return nil
+}
+
+// Rollback abandons the transaction (nothing is stored); it is safe after
+// Commit and more than once. A Tx from Attach leaves ROLLBACK to its
+// caller.
+func (t *Tx) Rollback(ctx context.Context) error {
+	if t.done {
+		return nil
+	}
+	t.done = true
+	if !t.owned {
+		return nil
+	}
+	if err := t.tx.Rollback(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return fmt.Errorf("postgres sink: rollback: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,288 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/shopspring/decimal"
+	"github.com/sluicedata/sluice/cdc"
+)
+
+// Querier is what the SQL helpers of this package need: a pgx.Tx, a
+// *pgx.Conn or a *pgxpool.Pool.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Quote returns name as a double-quoted PostgreSQL identifier ("order",
+// "user", "naïve ""x""").
+func Quote(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// QuoteList quotes each name and joins them with ", ", each prefixed with
+// prefix (an alias and a dot, or "").
+func QuoteList(prefix string, names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(prefix)
+		b.WriteString(Quote(n))
+	}
+	return b.String()
+}
+
+// Literal returns s as a PostgreSQL string literal.
+func Literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// ColumnType returns the PostgreSQL type that stores a logical type:
+// TINYINT/SMALLINT → smallint, INT → integer, BIGINT → bigint, BOOLEAN →
+// boolean, FLOAT → real, DOUBLE → double precision, DECIMAL(p,s) →
+// numeric(p,s), STRING → text, VARCHAR(n) → varchar(n), CHAR(n) →
+// char(n), DATE → date, TIMESTAMP → timestamptz, BINARY → bytea.
+func ColumnType(t cdc.Type) string {
+	switch t.Kind {
+	case cdc.KindTinyInt, cdc.KindSmallInt:
+		return "smallint"
+	case cdc.KindInt:
+		return "integer"
+	case cdc.KindBigInt:
+		return "bigint"
+	case cdc.KindBoolean:
+		return "boolean"
+	case cdc.KindFloat:
+		return "real"
+	case cdc.KindDouble:
+		return "double precision"
+	case cdc.KindDecimal:
+		return fmt.Sprintf("numeric(%d,%d)", t.Precision, t.Scale)
+	case cdc.KindVarchar:
+		if t.Length > 0 {
+			return fmt.Sprintf("varchar(%d)", t.Length)
+		}
+		return "varchar"
+	case cdc.KindChar:
+		if t.Length > 0 {
+			return fmt.Sprintf("char(%d)", t.Length)
+		}
+		return "char"
+	case cdc.KindDate:
+		return "date"
+	case cdc.KindTimestamp:
+		return "timestamptz"
+	case cdc.KindBinary:
+		return "bytea"
+	}
+	return "text"
+}
+
+var typmod = regexp.MustCompile(`^([a-z ]+)(?:\((\d+)(?:,(\d+))?\))?(\[\])?$`)
+
+// LogicalType maps a PostgreSQL type as format_type() prints it
+// ("numeric(10,2)", "character varying(20)", "timestamp with time zone")
+// to a logical type. native is false for types outside the mapping
+// (json, uuid, arrays, …): they are read as STRING through a ::text cast.
+// Unconstrained numeric is DECIMAL(38,10) as on SQLite; its values keep
+// their own digits.
+func LogicalType(pgType string) (t cdc.Type, native bool) {
+	m := typmod.FindStringSubmatch(pgType)
+	if m == nil || m[4] != "" {
+		return cdc.TypeString, false
+	}
+	n1, _ := strconv.Atoi(m[2])
+	n2, _ := strconv.Atoi(m[3])
+	switch m[1] {
+	case "smallint":
+		return cdc.Type{Kind: cdc.KindSmallInt}, true
+	case "integer":
+		return cdc.TypeInt, true
+	case "bigint":
+		return cdc.TypeBigInt, true
+	case "boolean":
+		return cdc.TypeBoolean, true
+	case "real":
+		return cdc.Type{Kind: cdc.KindFloat}, true
+	case "double precision":
+		return cdc.TypeDouble, true
+	case "numeric":
+		if m[2] == "" {
+			return cdc.Decimal(cdc.MaxDecimalPrecision, 10), true
+		}
+		return cdc.Decimal(n1, n2), true
+	case "text":
+		return cdc.TypeString, true
+	case "character varying":
+		if m[2] == "" {
+			return cdc.TypeString, true
+		}
+		return cdc.Type{Kind: cdc.KindVarchar, Length: n1}, true
+	case "character":
+		return cdc.Type{Kind: cdc.KindChar, Length: max(n1, 1)}, true
+	case "date":
+		return cdc.TypeDate, true
+	case "timestamp with time zone", "timestamp without time zone":
+		return cdc.TypeTimestamp, true
+	case "bytea":
+		return cdc.TypeBinary, true
+	}
+	return cdc.TypeString, false
+}
+
+// Column is a column of an existing PostgreSQL table.
+type Column struct {
+	cdc.Column
+	PGType string // format_type() text, e.g. "numeric(10,2)"
+	Native bool   // false: read through a ::text cast (see LogicalType)
+}
+
+// Select returns the expression that reads the column with the given
+// qualifier ("t." or ""), cast to text when the type is not native.
+func (c Column) Select(qual string) string {
+	if c.Native {
+		return qual + Quote(c.Name)
+	}
+	return qual + Quote(c.Name) + "::text"
+}
+
+// Table is an existing table's columns and primary key.
+type Table struct {
+	Name    string
+	Columns []Column
+	Key     []string
+}
+
+// Schema returns the table's logical schema.
+func (t *Table) Schema() cdc.Schema {
+	s := cdc.Schema{Key: t.Key}
+	for _, c := range t.Columns {
+		s.Columns = append(s.Columns, c.Column)
+	}
+	return s
+}
+
+// DescribeTable reads a table's columns (in order) and primary key from
+// the catalog. name is a single identifier resolved through search_path.
+// ok is false when there is no such table.
+func DescribeTable(ctx context.Context, q Querier, name string) (tab *Table, ok bool, err error) {
+	return DescribeQualified(ctx, q, "", name)
+}
+
+// DescribeQualified is DescribeTable for a table in schema ("" resolves
+// through search_path).
+func DescribeQualified(ctx context.Context, q Querier, schema, name string) (tab *Table, ok bool, err error) {
+	ref := Quote(name)
+	if schema != "" {
+		ref = Quote(schema) + "." + ref
+	}
+	var oid *uint32
+	if err := q.QueryRow(ctx, `SELECT to_regclass($1)::oid`, ref).Scan(&oid); err != nil {
+		return nil, false, fmt.Errorf("look up table %s: %w", Quote(name), err)
+	}
+	if oid == nil {
+		return nil, false, nil
+	}
+	rows, err := q.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+		FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, *oid)
+	if err != nil {
+		return nil, false, fmt.Errorf("read columns of %s: %w", Quote(name), err)
+	}
+	tab = &Table{Name: name}
+	for rows.Next() {
+		var c Column
+		if err := rows.Scan(&c.Name, &c.PGType, &c.NotNull); err != nil {
+			rows.Close()
+			return nil, false, err
+		}
+		c.Type, c.Native = LogicalType(c.PGType)
+		tab.Columns = append(tab.Columns, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("read columns of %s: %w", Quote(name), err)
+	}
+	rows, err = q.Query(ctx, `SELECT a.attname FROM pg_index i
+		CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = $1 AND i.indisprimary ORDER BY k.ord`, *oid)
+	if err != nil {
+		return nil, false, fmt.Errorf("read primary key of %s: %w", Quote(name), err)
+	}
+	tab.Key, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, false, fmt.Errorf("read primary key of %s: %w", Quote(name), err)
+	}
+	return tab, true, nil
+}
+
+// Encode converts a canonical value of logical type t (package cdc) to
+// what pgx sends for a column of that type: DECIMAL as pgtype.Numeric
+// (exact), everything else unchanged.
+func Encode(v any, t cdc.Type) any {
+	if d, ok := v.(decimal.Decimal); ok {
+		return pgtype.Numeric{Int: d.Coefficient(), Exp: d.Exponent(), Valid: true}
+	}
+	return v
+}
+
+// Decode converts a value as pgx returns it (rows.Values) for a column of
+// logical type t to its canonical form: integers int64, real via its
+// shortest float32 text (0.1 stays 0.1), numeric → decimal.Decimal exactly
+// (NaN and infinities are errors), timestamptz → time.Time in UTC, date →
+// UTC midnight.
+func Decode(v any, t cdc.Type) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case int16:
+		return int64(x), nil
+	case int32:
+		return int64(x), nil
+	case float32:
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+		return f, nil
+	case pgtype.Numeric:
+		d, err := NumericToDecimal(x)
+		if err != nil {
+			return nil, &cdc.ValueError{Type: t, Value: v, Reason: err.Error()}
+		}
+		if t.Kind == cdc.KindDecimal {
+			return d, nil
+		}
+		return cdc.Coerce(d, t)
+	case time.Time:
+		if t.Kind == cdc.KindDate {
+			y, m, d := x.Date()
+			return time.Date(y, m, d, 0, 0, 0, 0, time.UTC), nil
+		}
+		return x.UTC(), nil
+	case pgtype.Time, pgtype.Interval, [16]byte:
+		return cdc.Coerce(fmt.Sprint(x), t)
+	}
+	return cdc.Coerce(v, t)
+}
+
+// NumericToDecimal converts a pgtype.Numeric exactly.
+func NumericToDecimal(n pgtype.Numeric) (decimal.Decimal, error) {
+	switch {
+	case !n.Valid:
+		return decimal.Decimal{}, fmt.Errorf("NULL numeric")
+	case n.NaN:
+		return decimal.Decimal{}, fmt.Errorf("NaN has no DECIMAL value")
+	case n.InfinityModifier != pgtype.Finite:
+		return decimal.Decimal{}, fmt.Errorf("infinity has no DECIMAL value")
+	}
+	i := n.Int
+	if i == nil {
+		i = new(big.Int)
+	}
+	return decimal.NewFromBigInt(i, n.Exp), nil
+}

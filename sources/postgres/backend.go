@@ -1,0 +1,195 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sluicedata/sluice/runner"
+	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
+)
+
+func init() {
+	runner.Register(open, "postgres", "postgresql")
+}
+
+func open(ctx context.Context, url string, log *slog.Logger) (runner.Backend, error) {
+	return Open(ctx, url, log)
+}
+
+// Backend is an open connection (a pgxpool) to one PostgreSQL database. It
+// implements runner.Backend, Executor, Source, Pushdowner and Sink.
+type Backend struct {
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	identity string
+	redacted string
+	secret   string // the password, scrubbed from every error
+	version  int    // server_version_num, e.g. 150020
+	sink     *sinkpg.Sink
+
+	mu      sync.Mutex
+	ensured bool   // the sluice schema exists
+	system  string // system_identifier, once read
+}
+
+// Open connects to the database of url (postgres://…, postgresql://… or a
+// key=value DSN) and checks that the server answers. Errors never contain
+// the password.
+func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	redacted := runner.Redact(url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse connection %s: %w", redacted, hide(err, passwordOf(url)))
+	}
+	secret := cfg.ConnConfig.Password
+	// expr's PostgreSQL dialect assumes UTC for zone-less text.
+	if _, set := cfg.ConnConfig.RuntimeParams["timezone"]; !set {
+		cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	}
+	b := &Backend{
+		log:      log,
+		identity: fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database),
+		redacted: redacted,
+		secret:   secret,
+	}
+	b.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect %s: %w", redacted, hide(err, secret))
+	}
+	if err := b.pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&b.version); err != nil {
+		b.pool.Close()
+		return nil, fmt.Errorf("postgres: connect %s: %w", redacted, hide(err, secret))
+	}
+	if b.version < 130000 {
+		b.pool.Close()
+		return nil, fmt.Errorf("postgres: %s: server version %d is older than 13 (pg_current_xact_id and xid8 are needed)", redacted, b.version)
+	}
+	b.sink = sinkpg.New(b.pool, b.version, log)
+	log.Debug("postgres backend open", "conn", redacted, "server_version_num", b.version)
+	return b, nil
+}
+
+// passwordOf extracts a password from a connection string that pgx could
+// not parse, so that it can still be scrubbed.
+func passwordOf(conn string) string {
+	r := runner.Redact(conn)
+	if r == conn {
+		return ""
+	}
+	// The redacted text differs where the password was; find it.
+	i := 0
+	for i < len(r) && i < len(conn) && r[i] == conn[i] {
+		i++
+	}
+	j := 0
+	for j < len(r)-i && j < len(conn)-i && r[len(r)-1-j] == conn[len(conn)-1-j] {
+		j++
+	}
+	return strings.TrimSpace(conn[i : len(conn)-j])
+}
+
+// Scheme returns "postgres".
+func (b *Backend) Scheme() string { return "postgres" }
+
+// Identity returns host:port/dbname.
+func (b *Backend) Identity() string { return b.identity }
+
+// Redacted returns the connection string with the password masked.
+func (b *Backend) Redacted() string { return b.redacted }
+
+// ServerVersion returns server_version_num (150020 for 15.20).
+func (b *Backend) ServerVersion() int { return b.version }
+
+// Pool returns the connection pool (tests and tools).
+func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
+
+// Close closes the pool.
+func (b *Backend) Close() error {
+	b.pool.Close()
+	return nil
+}
+
+// wrap adds context to err and scrubs the password.
+func (b *Backend) wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return hide(fmt.Errorf("postgres %s: %s: %w", b.identity, fmt.Sprintf(format, args...), err), b.secret)
+}
+
+// schemaDDL creates sluice's own tables. sluice.checkpoints is created by
+// package sinks/postgres (EnsureCheckpoints).
+const schemaDDL = `
+CREATE SCHEMA IF NOT EXISTS sluice;
+CREATE TABLE IF NOT EXISTS sluice.tracking (
+	table_name  text PRIMARY KEY,
+	log_table   text NOT NULL,
+	func_name   text NOT NULL,
+	enabled_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS sluice.streams (
+	name              text PRIMARY KEY,
+	table_name        text NOT NULL,
+	mode              text NOT NULL,
+	show_initial_rows boolean NOT NULL,
+	comment           text NOT NULL DEFAULT '',
+	created_at        timestamptz NOT NULL DEFAULT now(),
+	id                text NOT NULL,
+	position          text NOT NULL
+);`
+
+// ensureSchema creates the sluice schema and tables once per backend.
+// Concurrent sluice processes serialize on an advisory lock.
+func (b *Backend) ensureSchema(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ensured {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.schema'))`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, schemaDDL); err != nil {
+			return err
+		}
+		return sinkpg.EnsureCheckpoints(ctx, tx)
+	})
+	if err != nil {
+		return b.wrap(err, "create schema sluice")
+	}
+	b.ensured = true
+	return nil
+}
+
+// systemID returns the cluster's system_identifier.
+func (b *Backend) systemID(ctx context.Context, q sinkpg.Querier) (string, error) {
+	b.mu.Lock()
+	s := b.system
+	b.mu.Unlock()
+	if s != "" {
+		return s, nil
+	}
+	if err := q.QueryRow(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&s); err != nil {
+		return "", b.wrap(err, "read system_identifier (pg_control_system())")
+	}
+	b.mu.Lock()
+	b.system = s
+	b.mu.Unlock()
+	return s, nil
+}
+
+var _ interface {
+	runner.Executor
+	runner.Source
+	runner.Sink
+	runner.Pushdowner
+} = (*Backend)(nil)

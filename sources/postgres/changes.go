@@ -1,0 +1,142 @@
+package postgres
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/runner"
+	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
+)
+
+// ChangesQuery returns the SQL text of one read of stream s on tracked
+// table t, from position from (nil: everything the log holds) to the read
+// point to. It is the single definition of a read, used by Changes and,
+// as a subquery, by pushdown.
+//
+// The query must run in a REPEATABLE READ transaction whose snapshot is
+// to.Snap (pg_current_snapshot() in that transaction): the initial rows of
+// a SHOW_INITIAL_ROWS stream are read from the table itself. Every value is
+// a literal; there are no parameters.
+//
+// Result columns, in order: "__change_type" text (INSERT, UPDATE_BEFORE,
+// UPDATE_AFTER, DELETE), "__commit_version" bigint, "__commit_timestamp"
+// timestamptz, then the table's columns (types other than those of
+// sinkpg.LogicalType's mapping cast to text). Rows are ordered by
+// __commit_version, an UPDATE_BEFORE directly before its UPDATE_AFTER.
+func ChangesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position) string {
+	cols := t.Table.Columns
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = sinkpg.Quote(c.Name)
+	}
+	list := strings.Join(names, ", ")
+	version := fmt.Sprintf("(%d::bigint << 32) + ", to.Batch)
+	w := windowCTE(t, from, to)
+
+	if from != nil && from.Initial {
+		created := sinkpg.Literal(s.Created.UTC().Format("2006-01-02 15:04:05.999999Z07:00")) + "::timestamptz"
+		tableCols := make([]string, len(cols))
+		for i, c := range cols {
+			tableCols[i] = c.Select("t.") + " AS " + names[i]
+		}
+		if s.Mode == dsl.ModeAppendOnly {
+			// Rows present at the offset, as a multiset: the rows at the
+			// read point, plus images removed since, minus images added since.
+			return w + fmt.Sprintf(`,
+i AS ((SELECT %[1]s FROM %[2]s t UNION ALL SELECT %[3]s FROM w WHERE __op IN ('B', 'D'))
+      EXCEPT ALL SELECT %[3]s FROM w WHERE __op IN ('I', 'A')),
+u AS (SELECT 0 AS __part, 0::bigint AS __seq, %[4]s AS __ts, %[3]s FROM i
+      UNION ALL SELECT 1, __seq, __ts, %[3]s FROM w WHERE __op = 'I')
+SELECT 'INSERT' AS "__change_type", %[5]sdense_rank() OVER (ORDER BY __part, __seq) AS "__commit_version",
+       __ts AS "__commit_timestamp", %[3]s
+FROM u ORDER BY __part, __seq`, strings.Join(tableCols, ", "), sinkpg.Quote(t.Table.Name), list, created, version)
+		}
+		// STANDARD from nothing: every row at the read point is an INSERT.
+		// Rows untouched since the offset share the first version (the
+		// creation point's); changed rows take the version of their last
+		// change, in __seq order.
+		var on []string
+		for _, k := range t.Table.Key {
+			on = append(on, "z."+sinkpg.Quote(k)+" = t."+sinkpg.Quote(k))
+		}
+		keys := sinkpg.QuoteList("", t.Table.Key)
+		return w + fmt.Sprintf(`,
+z AS (SELECT DISTINCT ON (%[1]s) %[1]s, __seq, __ts FROM w ORDER BY %[1]s, __seq DESC)
+SELECT 'INSERT' AS "__change_type", %[2]sdense_rank() OVER (ORDER BY coalesce(z.__seq, 0)) AS "__commit_version",
+       coalesce(z.__ts, %[3]s) AS "__commit_timestamp", %[4]s
+FROM %[5]s t LEFT JOIN z ON %[6]s ORDER BY coalesce(z.__seq, 0), %[7]s`,
+			keys, version, created, strings.Join(tableCols, ", "), sinkpg.Quote(t.Table.Name), strings.Join(on, " AND "), sinkpg.QuoteList("t.", t.Table.Key))
+	}
+
+	if s.Mode == dsl.ModeAppendOnly {
+		return w + fmt.Sprintf(`
+SELECT 'INSERT' AS "__change_type", %srow_number() OVER (ORDER BY __seq) AS "__commit_version",
+       __ts AS "__commit_timestamp", %s
+FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
+	}
+
+	// STANDARD: net change per key from the first and last log row.
+	keys := sinkpg.QuoteList("", t.Table.Key)
+	var on, fz, fRow, zRow, out []string
+	for _, k := range t.Table.Key {
+		on = append(on, "f."+sinkpg.Quote(k)+" = z."+sinkpg.Quote(k))
+	}
+	for i, n := range names {
+		fi, zi := sinkpg.Quote(fmt.Sprintf("__f%d", i)), sinkpg.Quote(fmt.Sprintf("__z%d", i))
+		fz = append(fz, "f."+n+" AS "+fi, "z."+n+" AS "+zi)
+		fRow = append(fRow, "d."+fi)
+		zRow = append(zRow, "d."+zi)
+		out = append(out, fmt.Sprintf("CASE WHEN e.pre THEN d.%s ELSE d.%s END AS %s", fi, zi, n))
+	}
+	return w + fmt.Sprintf(`,
+f AS (SELECT DISTINCT ON (%[1]s) * FROM w ORDER BY %[1]s, __seq),
+z AS (SELECT DISTINCT ON (%[1]s) * FROM w ORDER BY %[1]s, __seq DESC),
+d AS (SELECT z.__seq, z.__ts, f.__op IN ('B', 'D') AS __was, z.__op IN ('I', 'A') AS __is, %[2]s
+      FROM f JOIN z ON %[3]s)
+SELECT e.ct AS "__change_type", %[4]sdense_rank() OVER (ORDER BY d.__seq) AS "__commit_version",
+       d.__ts AS "__commit_timestamp", %[5]s
+FROM d CROSS JOIN LATERAL (VALUES ('DELETE', 0, true), ('UPDATE_BEFORE', 0, true),
+                                  ('UPDATE_AFTER', 1, false), ('INSERT', 1, false)) AS e(ct, o, pre)
+WHERE CASE e.ct WHEN 'INSERT' THEN NOT d.__was AND d.__is
+                WHEN 'DELETE' THEN d.__was AND NOT d.__is
+                ELSE d.__was AND d.__is AND ROW(%[6]s) IS DISTINCT FROM ROW(%[7]s) END
+ORDER BY d.__seq, e.o`, keys, strings.Join(fz, ", "), strings.Join(on, " AND "), version,
+		strings.Join(out, ", "), strings.Join(fRow, ", "), strings.Join(zRow, ", "))
+}
+
+// windowCTE returns "WITH w AS (…)": the log rows of the transactions
+// visible in to and not in from.
+func windowCTE(t *Tracked, from *Position, to Position) string {
+	cols := make([]string, len(t.Table.Columns))
+	for i, c := range t.Table.Columns {
+		cols[i] = c.Select("l.") + " AS " + sinkpg.Quote(c.Name)
+	}
+	return fmt.Sprintf(`WITH w AS (SELECT l.__seq, l.__op, l.__ts, %s FROM %s l WHERE %s)`,
+		strings.Join(cols, ", "), t.LogRef(), WindowPredicate("l.__txid", from, to))
+}
+
+// WindowPredicate returns the SQL condition on a txid column (xid8) that
+// selects the transactions visible in to and not in from (nil: every
+// transaction visible in to): col >= xmax(from) OR col = ANY(xip(from)),
+// with literals so the txid index is used, AND pg_visible_in_snapshot(col,
+// to).
+func WindowPredicate(col string, from *Position, to Position) string {
+	vis := fmt.Sprintf("pg_visible_in_snapshot(%s, '%s'::pg_snapshot)", col, to.Snap)
+	if from == nil {
+		return vis
+	}
+	cond := fmt.Sprintf("%s >= '%d'::xid8", col, from.Xmax())
+	if xip := from.Xip(); len(xip) > 0 {
+		ids := make([]string, len(xip))
+		for i, x := range xip {
+			ids[i] = fmt.Sprint(x)
+		}
+		cond = fmt.Sprintf("(%s OR %s = ANY('{%s}'::xid8[]))", cond, col, strings.Join(ids, ","))
+	}
+	return cond + " AND " + vis
+}
+
+// formatTS renders a time for a timestamptz literal.
+func formatTS(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.999999Z07:00") }

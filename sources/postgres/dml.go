@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/expr"
+	"github.com/sluicedata/sluice/runner"
+	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
+)
+
+// translateDML renders a parsed INSERT/UPDATE/DELETE/SELECT as PostgreSQL
+// SQL (identifiers double-quoted, literals as written).
+func translateDML(st *dsl.DML) (string, error) {
+	return expr.TranslateDML(st.AST, expr.Postgres)
+}
+
+// execDML runs INSERT, UPDATE and DELETE (nil result) and SELECT (a
+// ResultSet with canonical values).
+func (b *Backend) execDML(ctx context.Context, st *dsl.DML) (*runner.ResultSet, error) {
+	q, err := translateDML(st)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.EqualFold(st.Kind, "SELECT") {
+		_, err := b.pool.Exec(ctx, q)
+		return nil, b.wrap(err, "%s", st.Kind)
+	}
+	return b.Query(ctx, q)
+}
+
+// Query runs a SELECT and materializes its rows: each column's logical type
+// comes from its PostgreSQL type (ResultType), each value is decoded to its
+// canonical form (sinkpg.Decode: numeric → decimal.Decimal exactly,
+// timestamptz → time.Time in UTC, …).
+func (b *Backend) Query(ctx context.Context, q string, args ...any) (*runner.ResultSet, error) {
+	rows, err := b.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, b.wrap(err, "SELECT")
+	}
+	defer rows.Close()
+	fds := rows.FieldDescriptions()
+	rs := &runner.ResultSet{Columns: make([]cdc.Column, len(fds)), Rows: [][]any{}}
+	for i, fd := range fds {
+		rs.Columns[i] = cdc.Column{Name: fd.Name, Type: ResultType(fd.DataTypeOID, fd.TypeModifier)}
+	}
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return nil, b.wrap(err, "SELECT")
+		}
+		for i, v := range vals {
+			d, err := sinkpg.Decode(v, rs.Columns[i].Type)
+			if err != nil {
+				d = fmt.Sprint(v) // a type outside the mapping: its text
+			}
+			vals[i] = d
+		}
+		rs.Rows = append(rs.Rows, vals)
+	}
+	return rs, b.wrap(rows.Err(), "SELECT")
+}
+
+// ResultType maps a result column's type OID and modifier to a logical
+// type; types outside the mapping are STRING.
+func ResultType(oid uint32, typmod int32) cdc.Type {
+	switch oid {
+	case pgtype.Int2OID:
+		return cdc.Type{Kind: cdc.KindSmallInt}
+	case pgtype.Int4OID:
+		return cdc.TypeInt
+	case pgtype.Int8OID:
+		return cdc.TypeBigInt
+	case pgtype.BoolOID:
+		return cdc.TypeBoolean
+	case pgtype.Float4OID:
+		return cdc.Type{Kind: cdc.KindFloat}
+	case pgtype.Float8OID:
+		return cdc.TypeDouble
+	case pgtype.NumericOID:
+		if typmod < 4 {
+			return cdc.Decimal(cdc.MaxDecimalPrecision, 10)
+		}
+		return cdc.Decimal(int((typmod-4)>>16)&0xffff, int(typmod-4)&0xffff)
+	case pgtype.VarcharOID:
+		if typmod > 4 {
+			return cdc.Type{Kind: cdc.KindVarchar, Length: int(typmod - 4)}
+		}
+		return cdc.TypeString
+	case pgtype.BPCharOID:
+		if typmod > 4 {
+			return cdc.Type{Kind: cdc.KindChar, Length: int(typmod - 4)}
+		}
+		return cdc.TypeString
+	case pgtype.DateOID:
+		return cdc.TypeDate
+	case pgtype.TimestamptzOID, pgtype.TimestampOID:
+		return cdc.TypeTimestamp
+	case pgtype.ByteaOID:
+		return cdc.TypeBinary
+	}
+	return cdc.TypeString
+}

@@ -1,0 +1,68 @@
+// Package postgres is sluice's "postgres" backend (schemes postgres and
+// postgresql, also key=value DSNs): table streams with change capture on
+// stock PostgreSQL 13+ (no superuser, no wal_level=logical), the statements
+// of the dialect, pushdown of whole plans, and — through package
+// sinks/postgres — target writes.
+//
+// # Change capture
+//
+// ALTER TABLE t SET PROPERTIES ('change_tracking' = 'true') creates, in the
+// schema "sluice":
+//
+//   - a typed change log sluice."log_<t>" with the table's columns (same
+//     PostgreSQL types, no constraints) plus __seq bigserial, __txid xid8
+//     (pg_current_xact_id()), __op "char" and __ts timestamptz (now(), the
+//     writing transaction's timestamp), indexed on __txid;
+//   - one plpgsql function sluice."cap_<t>"() and four statement-level
+//     triggers: AFTER INSERT / UPDATE / DELETE with transition tables (one
+//     INSERT … SELECT per statement, however many rows it touched) and
+//     BEFORE TRUNCATE, which logs every row as deleted. All are ENABLE
+//     ALWAYS, so session_replication_role = replica does not skip them.
+//
+// Log rows: 'I' inserted image, 'D' deleted image, 'B'/'A' the old/new
+// images of an UPDATE. Transition tables do not pair old and new rows, so
+// images are paired by primary key when changes are read: per key, the
+// first log row in a batch tells the state at the offset (B/D: present with
+// that image; I/A: absent) and the last one the state at the read point
+// (I/A: present; B/D: absent). An update that changes the key is thus a
+// DELETE of the old key plus an INSERT of the new one. Per key, __seq order
+// is commit order (row locks serialize writers; within one UPDATE the old
+// images are logged before the new ones), so first/last by __seq is right.
+//
+// # Offsets: snapshot batches (PgQ style)
+//
+// A position (Position) is "sys=<system_identifier> batch=<n>
+// snap=<xmin:xmax:xip>" and, until the first read of a SHOW_INITIAL_ROWS
+// stream, the word "initial". A read runs in a REPEATABLE READ transaction
+// with snapshot N (pg_current_snapshot()). The batch is the log rows of
+// transactions visible in N and not in the old snapshot F: __txid >=
+// xmax(F) OR __txid = ANY(xip(F)) (literals from the stored offset, so the
+// __txid index is used) AND pg_visible_in_snapshot(__txid, N). The read
+// point R stored afterwards is N narrowed to what the table saw: xmax(R) =
+// max(xmax(F), highest txid in the batch + 1) and xip(R) = the ids of N's
+// running transactions below it. R makes exactly the batch's transactions
+// newly visible, so nothing is skipped or repeated, and it depends on the
+// table's changes rather than on unrelated activity in the cluster (a read
+// with nothing new keeps the offset). A transaction running at a read is
+// in xip(R), or at or above xmax(R), and is read by a later read exactly
+// once. The system identifier (pg_control_system(), readable without
+// superuser) is checked on every read: an offset from another cluster, or
+// one ahead of this cluster's xid counter (a restore to an earlier point),
+// is refused with ErrClusterMismatch. A read from an offset behind the
+// stream's own offset (Covers) is refused with ErrPurged.
+//
+// __commit_version is (batch << 32) + the dense rank of the change's last
+// log row within the batch: it increases strictly from batch to batch
+// (batch counts reads that saw a new snapshot), and within a batch follows
+// __seq, which is commit order per key. An UPDATE_BEFORE and its
+// UPDATE_AFTER share a version. __commit_timestamp is the writing
+// transaction's now() in UTC (PostgreSQL does not expose commit times
+// without track_commit_timestamp); initial rows carry the stream's
+// creation time.
+//
+// When an offset advances, log rows of transactions visible in every
+// stream offset on the table are deleted (purge).
+//
+// ChangesQuery is the single SQL text of a read, used by Changes and by
+// pushdown.
+package postgres

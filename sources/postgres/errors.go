@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Sentinel errors of package sources/postgres.
+var (
+	// ErrClusterMismatch is an offset taken on another PostgreSQL cluster
+	// (different system_identifier) or ahead of this cluster's transaction
+	// counter (restored to an earlier point).
+	ErrClusterMismatch = errors.New("offset belongs to another PostgreSQL cluster")
+	// ErrNotTracked is a stream on a table without change tracking.
+	ErrNotTracked = errors.New("table has no change tracking")
+	// ErrNoPrimaryKey is a STANDARD stream on a table without a primary key.
+	ErrNoPrimaryKey = errors.New("table has no primary key")
+	// ErrStreamExists is CREATE TABLE STREAM of an existing name.
+	ErrStreamExists = errors.New("table stream already exists")
+	// ErrNoTable is a statement on a table that does not exist.
+	ErrNoTable = errors.New("table does not exist")
+	// ErrHasStreams is disabling change tracking on a table with streams.
+	ErrHasStreams = errors.New("table has table streams")
+	// ErrBadPosition is a stored position that does not parse.
+	ErrBadPosition = errors.New("bad PostgreSQL stream position")
+	// ErrUnsupported is a statement this backend does not execute.
+	ErrUnsupported = errors.New("statement not supported by the postgres backend")
+	// ErrPurged is a read from an offset behind the stream's own offset:
+	// another run consumed the changes in between, and the change log may
+	// already have purged them.
+	ErrPurged = errors.New("offset is behind the stream's offset")
+	// ErrTableChanged is a tracked table whose columns changed since
+	// tracking was enabled.
+	ErrTableChanged = errors.New("tracked table changed since change tracking was enabled")
+)
+
+// secretError hides a password that a driver error may contain.
+type secretError struct {
+	err    error
+	secret string
+}
+
+func (e *secretError) Error() string { return strings.ReplaceAll(e.err.Error(), e.secret, "xxxxx") }
+func (e *secretError) Unwrap() error { return e.err }
+
+// hide wraps err so that its text never shows secret.
+func hide(err error, secret string) error {
+	if err == nil || secret == "" {
+		return err
+	}
+	return &secretError{err: err, secret: secret}
+}
+
+// pgCode returns the SQLSTATE of a server error, "" for other errors.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// isUndefinedTable reports a missing relation (42P01), e.g. sluice's own
+// tables before anything created them.
+func isUndefinedTable(err error) bool { return pgCode(err) == "42P01" }

@@ -1,0 +1,230 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/runner"
+	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
+)
+
+// DefaultBatchSize is the batch size of a read when ReadOptions leaves it 0.
+const DefaultBatchSize = 1000
+
+// readPoint fixes the read point of a read in tx, which must be a
+// REPEATABLE READ transaction that has run no statement yet (its first
+// statement takes the snapshot). It checks the offset belongs to this
+// cluster and is not older than the purged log, and returns the tracked
+// table, the parsed from position (nil for the zero offset) and the read
+// point.
+func (b *Backend) readPoint(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, from cdc.Offset) (*Tracked, *Position, Position, error) {
+	var snap, sys string
+	if err := tx.QueryRow(ctx, `SELECT pg_current_snapshot()::text, (SELECT system_identifier::text FROM pg_control_system())`).Scan(&snap, &sys); err != nil {
+		return nil, nil, Position{}, b.wrap(err, "read snapshot")
+	}
+	t, ok, err := b.tracked(ctx, tx, s.Table)
+	if err != nil {
+		return nil, nil, Position{}, err
+	}
+	if !ok {
+		return nil, nil, Position{}, fmt.Errorf("%w: %s (stream %s)", ErrNotTracked, sinkpg.Quote(s.Table), s.Name)
+	}
+	if err := b.checkLog(ctx, tx, t); err != nil {
+		return nil, nil, Position{}, err
+	}
+	now := Position{System: sys, Snap: snap}
+	fp, has, err := OffsetPosition(from)
+	if err != nil {
+		return nil, nil, Position{}, fmt.Errorf("stream %s: %w", s.Name, err)
+	}
+	if !has {
+		now.Batch = 1
+		return t, nil, now, nil
+	}
+	switch {
+	case fp.System != sys:
+		return nil, nil, Position{}, fmt.Errorf("%w: stream %s's offset was taken on cluster %s, this is cluster %s (a different server, or one restored from another cluster's backup); recreate the stream",
+			ErrClusterMismatch, s.Name, fp.System, sys)
+	case fp.Xmax() > now.Xmax():
+		return nil, nil, Position{}, fmt.Errorf("%w: stream %s's offset (snapshot %s) is ahead of this cluster (snapshot %s): the cluster was restored to an earlier point; recreate the stream",
+			ErrClusterMismatch, s.Name, fp.Snap, now.Snap)
+	}
+	var cur string
+	if err := tx.QueryRow(ctx, `SELECT position FROM sluice.streams WHERE name = $1 AND id = $2`, s.Name, s.ID).Scan(&cur); err != nil {
+		return nil, nil, Position{}, fmt.Errorf("%w: stream %s was dropped or recreated (%v)", runner.ErrOffsetMoved, s.Name, err)
+	}
+	if cp, err := ParsePosition(cur); err == nil && !Covers(fp, cp) {
+		return nil, nil, Position{}, fmt.Errorf("%w: reading stream %s from %s, behind its offset %s: another run consumed the changes in between and the change log may no longer hold them",
+			ErrPurged, s.Name, fp, cp)
+	}
+	// The read point: the transactions below the highest txid in the
+	// window (or the old xmax) that are complete in the new snapshot are
+	// visible; the ones still running stay in xip. It depends on the table's
+	// changes, not on unrelated activity in the cluster.
+	var maxTxid *uint64
+	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT max(l.__txid)::text::bigint FROM %s l WHERE %s`, t.LogRef(), WindowPredicate("l.__txid", &fp, now))).Scan(&maxTxid); err != nil {
+		return nil, nil, Position{}, b.wrap(err, "read table stream %s", s.Name)
+	}
+	xmax := fp.Xmax()
+	if maxTxid != nil && *maxTxid+1 > xmax {
+		xmax = *maxTxid + 1
+	}
+	to := Position{System: sys, Batch: fp.Batch, Snap: snapshotText(xmax, now.Xip())}
+	if to.Snap == fp.Snap && !fp.Initial {
+		return t, &fp, fp, nil // nothing new: the read point stays
+	}
+	to.Batch = fp.Batch + 1
+	return t, &fp, to, nil
+}
+
+// snapshotText renders the pg_snapshot with the given xmax whose xip list
+// is the ids of running below xmax.
+func snapshotText(xmax uint64, running []uint64) string {
+	var xip []string
+	xmin := xmax
+	for _, x := range running {
+		if x < xmax {
+			xip = append(xip, strconv.FormatUint(x, 10))
+			xmin = min(xmin, x)
+		}
+	}
+	return fmt.Sprintf("%d:%d:%s", xmin, xmax, strings.Join(xip, ","))
+}
+
+// Covers reports whether every transaction visible in snapshot s is also
+// visible in f (f is at or after s).
+func Covers(f, s Position) bool {
+	if s.Xmax() > f.Xmax() {
+		return false
+	}
+	sx := map[uint64]bool{}
+	for _, x := range s.Xip() {
+		sx[x] = true
+	}
+	for _, x := range f.Xip() {
+		if x < s.Xmax() && !sx[x] {
+			return false
+		}
+	}
+	return true
+}
+
+// Changes opens a read of s after from (runner.Source). The read runs in a
+// REPEATABLE READ, READ ONLY transaction on one pooled connection, held
+// until Close; rows stream from ChangesQuery.
+func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Offset, opt runner.ReadOptions) (runner.ChangeReader, error) {
+	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, b.wrap(err, "begin read of %s", s.Name)
+	}
+	t, fp, to, err := b.readPoint(ctx, tx, s, from)
+	if err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, err
+	}
+	r := &reader{b: b, tx: tx, ctx: context.WithoutCancel(ctx), point: to.Offset(), batch: opt.BatchSize, table: t, stream: s.Name}
+	if r.batch <= 0 {
+		r.batch = DefaultBatchSize
+	}
+	if fp != nil && fp.Snap == to.Snap && !fp.Initial {
+		r.done = true
+		return r, nil
+	}
+	q := ChangesQuery(t, s, fp, to)
+	b.log.Debug("read table stream", "stream", s.Name, "from", from.String(), "to", to.String())
+	r.rows, err = tx.Query(ctx, q)
+	if err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, b.wrap(err, "read table stream %s", s.Name)
+	}
+	return r, nil
+}
+
+// reader is a ChangeReader over one REPEATABLE READ transaction.
+type reader struct {
+	b      *Backend
+	tx     pgx.Tx
+	ctx    context.Context // for Close: the Changes context without its cancellation
+	rows   pgx.Rows
+	point  cdc.Offset
+	batch  int
+	table  *Tracked
+	stream string
+	done   bool
+}
+
+func (r *reader) ReadPoint() cdc.Offset { return r.point }
+
+// Next returns up to the batch size of changes, io.EOF after the last.
+func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
+	if r.done || r.rows == nil {
+		return nil, io.EOF
+	}
+	cols := r.table.Table.Columns
+	var out []cdc.Change
+	for len(out) < r.batch && r.rows.Next() {
+		vals, err := r.rows.Values()
+		if err != nil {
+			return nil, r.b.wrap(err, "read table stream %s", r.stream)
+		}
+		c, err := decodeChange(vals, cols)
+		if err != nil {
+			return nil, fmt.Errorf("read table stream %s: %w", r.stream, err)
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		r.done = true
+		if err := r.rows.Err(); err != nil {
+			return nil, r.b.wrap(err, "read table stream %s", r.stream)
+		}
+		return nil, io.EOF
+	}
+	return out, nil
+}
+
+// decodeChange turns a ChangesQuery row into a cdc.Change.
+func decodeChange(vals []any, cols []sinkpg.Column) (cdc.Change, error) {
+	var c cdc.Change
+	ct, _ := vals[0].(string)
+	op, err := cdc.ParseOp(ct)
+	if err != nil {
+		return c, err
+	}
+	c.Op = op
+	ver, ok := vals[1].(int64)
+	if !ok {
+		return c, fmt.Errorf("__commit_version is %T", vals[1])
+	}
+	c.CommitVersion = ver
+	ts, _ := vals[2].(time.Time)
+	c.CommitTime = ts.UTC()
+	c.Row = make([]any, len(cols))
+	for i, col := range cols {
+		v, err := sinkpg.Decode(vals[3+i], col.Type)
+		if err != nil {
+			var ve *cdc.ValueError
+			if errors.As(err, &ve) {
+				ve.Column = col.Name
+			}
+			return c, err
+		}
+		c.Row[i] = v
+	}
+	return c, nil
+}
+
+// Close ends the read transaction.
+func (r *reader) Close() error {
+	if r.rows != nil {
+		r.rows.Close()
+	}
+	return r.tx.Rollback(r.ctx)
+}

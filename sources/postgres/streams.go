@@ -1,0 +1,317 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
+	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
+)
+
+// CreateStream creates a table stream (CREATE [OR REPLACE] TABLE STREAM
+// [IF NOT EXISTS] …). Its offset is the snapshot of the creating
+// transaction: changes committed before are not in the stream, changes of
+// transactions still running are. The table must have change tracking
+// (ErrNotTracked) and, for STANDARD, a primary key (ErrNoPrimaryKey); an
+// existing name is ErrStreamExists unless OR REPLACE / IF NOT EXISTS.
+func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error {
+	if err := b.ensureSchema(ctx); err != nil {
+		return err
+	}
+	mode := st.Mode
+	if mode == "" {
+		mode = dsl.ModeStandard
+	}
+	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.tracking'))`); err != nil {
+			return err
+		}
+		t, ok, err := b.tracked(ctx, tx, st.Table)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if _, exists, err := sinkpg.DescribeTable(ctx, tx, st.Table); err != nil {
+				return err
+			} else if !exists {
+				return fmt.Errorf("%w: %s", ErrNoTable, sinkpg.Quote(st.Table))
+			}
+			return fmt.Errorf("%w: %s; enable it with ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true')", ErrNotTracked, sinkpg.Quote(st.Table), st.Table)
+		}
+		if mode == dsl.ModeStandard && len(t.Table.Key) == 0 {
+			return fmt.Errorf("%w: %s; a STANDARD stream returns net changes per primary key — add one, or use 'TABLE_STREAM_MODE' = 'APPEND_ONLY'", ErrNoPrimaryKey, sinkpg.Quote(st.Table))
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sluice.streams WHERE name = $1)`, st.Stream).Scan(&exists); err != nil {
+			return err
+		}
+		switch {
+		case exists && st.IfNotExists:
+			return nil
+		case exists && !st.OrReplace:
+			return fmt.Errorf("%w: %s (use CREATE OR REPLACE TABLE STREAM to recreate it)", ErrStreamExists, st.Stream)
+		case exists:
+			if _, err := tx.Exec(ctx, `DELETE FROM sluice.streams WHERE name = $1`, st.Stream); err != nil {
+				return err
+			}
+		}
+		sys, err := b.systemID(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var snap string
+		if err := tx.QueryRow(ctx, `SELECT pg_current_snapshot()::text`).Scan(&snap); err != nil {
+			return err
+		}
+		p := Position{System: sys, Snap: snap, Initial: st.ShowInitialRows}
+		_, err = tx.Exec(ctx, `INSERT INTO sluice.streams (name, table_name, mode, show_initial_rows, comment, id, position)
+			VALUES ($1, $2, $3, $4, $5, gen_random_uuid()::text, $6)`,
+			st.Stream, st.Table, mode, st.ShowInitialRows, st.Comment, p.String())
+		if err == nil {
+			b.log.Info("table stream created", "stream", st.Stream, "table", st.Table, "mode", mode)
+		}
+		return err
+	}), "create table stream %s", st.Stream)
+}
+
+// DropStream drops a stream; a missing one is an error wrapping
+// runner.ErrNoStream unless ifExists. Log rows no other stream needs are
+// purged.
+func (b *Backend) DropStream(ctx context.Context, name string, ifExists bool) error {
+	if err := b.ensureSchema(ctx); err != nil {
+		return err
+	}
+	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		var table string
+		err := tx.QueryRow(ctx, `DELETE FROM sluice.streams WHERE name = $1 RETURNING table_name`, name).Scan(&table)
+		if errors.Is(err, pgx.ErrNoRows) {
+			if ifExists {
+				return nil
+			}
+			return fmt.Errorf("%w: %s", runner.ErrNoStream, name)
+		}
+		if err != nil {
+			return err
+		}
+		return b.purge(ctx, tx, table)
+	}), "drop table stream %s", name)
+}
+
+const streamColumns = `name, table_name, mode, show_initial_rows, comment, created_at, id, position`
+
+func scanStream(row pgx.Row) (*runner.StreamInfo, error) {
+	var s runner.StreamInfo
+	var pos string
+	if err := row.Scan(&s.Name, &s.Table, &s.Mode, &s.ShowInitialRows, &s.Comment, &s.Created, &s.ID, &pos); err != nil {
+		return nil, err
+	}
+	s.Created = s.Created.UTC()
+	s.Offset = cdc.SingleOffset(pos)
+	return &s, nil
+}
+
+// ListStreams returns every stream, by name, without table schemas.
+func (b *Backend) ListStreams(ctx context.Context) ([]*runner.StreamInfo, error) {
+	rows, err := b.pool.Query(ctx, `SELECT `+streamColumns+` FROM sluice.streams ORDER BY name`)
+	if isUndefinedTable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, b.wrap(err, "list table streams")
+	}
+	defer rows.Close()
+	var out []*runner.StreamInfo
+	for rows.Next() {
+		s, err := scanStream(rows)
+		if err != nil {
+			return nil, b.wrap(err, "list table streams")
+		}
+		out = append(out, s)
+	}
+	return out, b.wrap(rows.Err(), "list table streams")
+}
+
+// Stream describes the job's source stream (runner.Source).
+func (b *Backend) Stream(ctx context.Context, src plan.Source) (*runner.StreamInfo, error) {
+	s, _, err := b.describeStream(ctx, b.pool, src.Stream)
+	return s, err
+}
+
+// describeStream reads a stream, its table schema and tracking. A missing
+// stream wraps runner.ErrNoStream.
+func (b *Backend) describeStream(ctx context.Context, q sinkpg.Querier, name string) (*runner.StreamInfo, *Tracked, error) {
+	s, err := scanStream(q.QueryRow(ctx, `SELECT `+streamColumns+` FROM sluice.streams WHERE name = $1`, name))
+	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
+		return nil, nil, fmt.Errorf("%w: %s (in %s)", runner.ErrNoStream, name, b.identity)
+	}
+	if err != nil {
+		return nil, nil, b.wrap(err, "read table stream %s", name)
+	}
+	t, ok, err := b.tracked(ctx, q, s.Table)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %s (stream %s is stale; enable tracking and recreate the stream)", ErrNotTracked, sinkpg.Quote(s.Table), name)
+	}
+	if err := b.checkLog(ctx, q, t); err != nil {
+		return nil, nil, err
+	}
+	s.TableSchema = t.Table.Schema()
+	return s, t, nil
+}
+
+// Advance moves the stream's offset from from to to (compare-and-set,
+// runner.ErrOffsetMoved when it moved or the stream was recreated) and
+// purges log rows every stream on the table has consumed.
+func (b *Backend) Advance(ctx context.Context, s *runner.StreamInfo, from, to cdc.Offset) error {
+	if _, ok, err := OffsetPosition(to); err != nil || !ok {
+		return fmt.Errorf("advance %s: %w", s.Name, errors.Join(err, errorIf(!ok && err == nil, ErrBadPosition)))
+	}
+	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		return b.advance(ctx, tx, s, from, to)
+	}), "advance table stream %s", s.Name)
+}
+
+func errorIf(c bool, err error) error {
+	if c {
+		return err
+	}
+	return nil
+}
+
+// advance is Advance inside tx.
+func (b *Backend) advance(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, from, to cdc.Offset) error {
+	fromPos, _ := from.Get("")
+	toPos, _ := to.Get("")
+	if fromPos == toPos {
+		return nil
+	}
+	tag, err := tx.Exec(ctx, `UPDATE sluice.streams SET position = $1 WHERE name = $2 AND id = $3 AND position = $4`,
+		toPos, s.Name, s.ID, fromPos)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s is no longer at %s", runner.ErrOffsetMoved, s.Name, from)
+	}
+	return b.purge(ctx, tx, s.Table)
+}
+
+// purge deletes the log rows of table that every stream on it has
+// consumed: rows of transactions visible in every stream's offset snapshot
+// (all rows visible in the current snapshot when no stream remains). A
+// read from an offset behind its stream's offset is refused (Covers), so
+// no reader needs a purged row.
+func (b *Backend) purge(ctx context.Context, tx pgx.Tx, table string) error {
+	t, ok, err := b.tracked(ctx, tx, table)
+	if err != nil || !ok {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT position FROM sluice.streams WHERE table_name = $1`, table)
+	if err != nil {
+		return err
+	}
+	positions, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	conds := []string{}
+	var low uint64
+	for i, ps := range positions {
+		p, err := ParsePosition(ps)
+		if err != nil {
+			return nil // leave the log alone; reads report the bad position
+		}
+		if i == 0 || p.Xmax() < low {
+			low = p.Xmax()
+		}
+		conds = append(conds, fmt.Sprintf("pg_visible_in_snapshot(__txid, '%s'::pg_snapshot)", p.Snap))
+	}
+	if len(positions) == 0 {
+		conds = append(conds, "pg_visible_in_snapshot(__txid, pg_current_snapshot())")
+	} else {
+		conds = append([]string{fmt.Sprintf("__txid < '%d'::xid8", low)}, conds...)
+	}
+	tag, err := tx.Exec(ctx, fmt.Sprintf(`DELETE FROM %s WHERE %s`, t.LogRef(), strings.Join(conds, " AND ")))
+	if err != nil {
+		return err
+	}
+	if n := tag.RowsAffected(); n > 0 {
+		b.log.Debug("change log purged", "table", table, "rows", n)
+	}
+	return nil
+}
+
+// showColumns are the columns of SHOW TABLE STREAMS (as on SQLite), one
+// row per stream, ordered by name.
+var showColumns = []cdc.Column{
+	{Name: "name", Type: cdc.TypeString, NotNull: true},
+	{Name: "table_name", Type: cdc.TypeString, NotNull: true},
+	{Name: "mode", Type: cdc.TypeString, NotNull: true},
+	{Name: "show_initial_rows", Type: cdc.TypeBoolean, NotNull: true},
+	{Name: "offset", Type: cdc.TypeString, NotNull: true},
+	{Name: "created_on", Type: cdc.TypeTimestamp, NotNull: true},
+	{Name: "comment", Type: cdc.TypeString, NotNull: true},
+}
+
+// describeColumns are the columns of DESCRIBE TABLE STREAM: the SHOW
+// columns plus pending_changes (the changes a read now returns) and id
+// (the incarnation ID checkpoints refer to).
+var describeColumns = append(append([]cdc.Column(nil), showColumns...),
+	cdc.Column{Name: "pending_changes", Type: cdc.TypeBigInt, NotNull: true},
+	cdc.Column{Name: "id", Type: cdc.TypeString, NotNull: true},
+)
+
+func showRow(s *runner.StreamInfo) []any {
+	return []any{s.Name, s.Table, s.Mode, s.ShowInitialRows, s.Offset.String(), s.Created.UTC().Truncate(time.Microsecond), s.Comment}
+}
+
+// showStreams is SHOW TABLE STREAMS.
+func (b *Backend) showStreams(ctx context.Context) (*runner.ResultSet, error) {
+	list, err := b.ListStreams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rs := &runner.ResultSet{Columns: showColumns, Rows: [][]any{}}
+	for _, s := range list {
+		rs.Rows = append(rs.Rows, showRow(s))
+	}
+	return rs, nil
+}
+
+// describe is DESCRIBE TABLE STREAM: one row, counting the pending changes
+// with ChangesQuery in a REPEATABLE READ transaction.
+func (b *Backend) describe(ctx context.Context, name string) (*runner.ResultSet, error) {
+	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, b.wrap(err, "describe table stream %s", name)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// The first statement fixes the snapshot that readPoint reports.
+	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+		return nil, b.wrap(err, "describe table stream %s", name)
+	}
+	s, _, err := b.describeStream(ctx, tx, name)
+	if err != nil {
+		return nil, err
+	}
+	t, fp, to, err := b.readPoint(ctx, tx, s, s.Offset)
+	if err != nil {
+		return nil, err
+	}
+	var pending int64
+	if fp == nil || fp.Snap != to.Snap || fp.Initial {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+ChangesQuery(t, s, fp, to)+`) AS c`).Scan(&pending); err != nil {
+			return nil, b.wrap(err, "describe table stream %s: count pending changes", name)
+		}
+	}
+	return &runner.ResultSet{Columns: describeColumns, Rows: [][]any{append(showRow(s), pending, s.ID)}}, nil
+}

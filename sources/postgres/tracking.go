@@ -1,0 +1,250 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
+)
+
+// Tracked is a table with change tracking: the table and its change log.
+type Tracked struct {
+	Table   *sinkpg.Table // the table's columns and primary key
+	Log     string        // log table name in schema sluice, e.g. "log_orders"
+	Func    string        // capture function name in schema sluice
+	Created string        // when tracking was enabled (text)
+}
+
+// LogRef returns the schema-qualified, quoted log table.
+func (t *Tracked) LogRef() string { return "sluice." + sinkpg.Quote(t.Log) }
+
+// Trigger names on a tracked table.
+var triggerNames = []string{"sluice_capture_ins", "sluice_capture_upd", "sluice_capture_del", "sluice_capture_trunc"}
+
+// objectName builds prefix+table within PostgreSQL's 63-byte identifier
+// limit, replacing the tail by a hash when it is too long.
+func objectName(prefix, table string) string {
+	n := prefix + table
+	if len(n) <= 63 {
+		return n
+	}
+	h := sha256.Sum256([]byte(table))
+	tail := "_" + hex.EncodeToString(h[:6])
+	cut := 63 - len(tail)
+	for cut > 0 && !utf8Start(n[cut]) {
+		cut--
+	}
+	return n[:cut] + tail
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// tracked returns the tracking of table, ok false when it has none.
+func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (*Tracked, bool, error) {
+	var t Tracked
+	err := q.QueryRow(ctx, `SELECT log_table, func_name, enabled_at::text FROM sluice.tracking WHERE table_name = $1`, table).
+		Scan(&t.Log, &t.Func, &t.Created)
+	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, b.wrap(err, "read tracking of %s", sinkpg.Quote(table))
+	}
+	tab, ok, err := sinkpg.DescribeTable(ctx, q, table)
+	if err != nil {
+		return nil, false, b.wrap(err, "describe %s", sinkpg.Quote(table))
+	}
+	if !ok {
+		return nil, false, fmt.Errorf("%w: %s (it has change tracking; DROP TABLE through sluice removes the log)", ErrNoTable, sinkpg.Quote(table))
+	}
+	t.Table = tab
+	return &t, true, nil
+}
+
+// checkLog verifies that every table column has a log column.
+func (b *Backend) checkLog(ctx context.Context, q sinkpg.Querier, t *Tracked) error {
+	logTab, ok, err := sinkpg.DescribeQualified(ctx, q, "sluice", t.Log)
+	if err != nil {
+		return b.wrap(err, "describe change log")
+	}
+	if !ok {
+		return fmt.Errorf("%w: change log sluice.%s of %s is missing; enable change tracking again", ErrTableChanged, sinkpg.Quote(t.Log), sinkpg.Quote(t.Table.Name))
+	}
+	have := map[string]string{}
+	for _, c := range logTab.Columns {
+		have[c.Name] = c.PGType
+	}
+	for _, c := range t.Table.Columns {
+		if typ, ok := have[c.Name]; !ok || typ != c.PGType {
+			return fmt.Errorf("%w: column %s of %s is not in its change log as %s; run ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true') again",
+				ErrTableChanged, sinkpg.Quote(c.Name), sinkpg.Quote(t.Table.Name), c.PGType, t.Table.Name)
+		}
+	}
+	return nil
+}
+
+// EnableTracking turns on change capture for table (idempotent: enabling
+// again adds columns added to the table since and rewrites the capture
+// function and triggers).
+func (b *Backend) EnableTracking(ctx context.Context, table string) error {
+	if err := b.ensureSchema(ctx); err != nil {
+		return err
+	}
+	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.tracking'))`); err != nil {
+			return err
+		}
+		tab, ok, err := sinkpg.DescribeTable(ctx, tx, table)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNoTable, sinkpg.Quote(table))
+		}
+		var qualified string
+		if err := tx.QueryRow(ctx, `SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, sinkpg.Quote(table)).Scan(&qualified); err != nil {
+			return err
+		}
+		t := &Tracked{Table: tab, Log: objectName("log_", table), Func: objectName("cap_", table)}
+		if old, ok, err := b.tracked(ctx, tx, table); err != nil {
+			return err
+		} else if ok {
+			t.Log, t.Func = old.Log, old.Func
+		}
+		for _, s := range trackingDDL(t, qualified) {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return fmt.Errorf("%w (in: %s)", err, firstLine(s))
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name) VALUES ($1, $2, $3)
+			ON CONFLICT (table_name) DO NOTHING`, table, t.Log, t.Func)
+		return err
+	}), "enable change tracking on %s", sinkpg.Quote(table))
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i > 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// trackingDDL returns the statements that create (or update) the log
+// table, capture function and triggers of t. qualified is the table's
+// schema-qualified quoted name.
+func trackingDDL(t *Tracked, qualified string) []string {
+	log := t.LogRef()
+	fn := "sluice." + sinkpg.Quote(t.Func)
+	var defs, cols []string
+	for _, c := range t.Table.Columns {
+		defs = append(defs, sinkpg.Quote(c.Name)+" "+c.PGType)
+		cols = append(cols, sinkpg.Quote(c.Name))
+	}
+	cl := strings.Join(cols, ", ")
+	out := []string{
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+	__seq  bigserial NOT NULL,
+	__txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+	__op   "char" NOT NULL,
+	__ts   timestamptz NOT NULL DEFAULT now()
+)`, log),
+		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid)`, sinkpg.Quote(objectName("", t.Log+"_txid")), log),
+	}
+	for _, d := range defs {
+		out = append(out, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s`, log, d))
+	}
+	out = append(out, fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s() RETURNS trigger LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $sluice$
+BEGIN
+	IF TG_OP = 'INSERT' THEN
+		INSERT INTO %[2]s (__op, %[3]s) SELECT 'I', %[3]s FROM sluice_new;
+	ELSIF TG_OP = 'UPDATE' THEN
+		INSERT INTO %[2]s (__op, %[3]s) SELECT 'B', %[3]s FROM sluice_old UNION ALL SELECT 'A', %[3]s FROM sluice_new;
+	ELSIF TG_OP = 'DELETE' THEN
+		INSERT INTO %[2]s (__op, %[3]s) SELECT 'D', %[3]s FROM sluice_old;
+	ELSIF TG_OP = 'TRUNCATE' THEN
+		INSERT INTO %[2]s (__op, %[3]s) SELECT 'D', %[3]s FROM %[4]s;
+	END IF;
+	RETURN NULL;
+END
+$sluice$`, fn, log, cl, qualified))
+	for _, name := range triggerNames {
+		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))
+	}
+	out = append(out,
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_ins AFTER INSERT ON %s REFERENCING NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_upd AFTER UPDATE ON %s REFERENCING OLD TABLE AS sluice_old NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_del AFTER DELETE ON %s REFERENCING OLD TABLE AS sluice_old FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+	)
+	for _, name := range triggerNames {
+		out = append(out, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, qualified, name))
+	}
+	return out
+}
+
+// DisableTracking removes change capture from table: triggers, function,
+// log and tracking row. It refuses (ErrHasStreams) while streams exist on
+// the table. Disabling a table without tracking does nothing.
+func (b *Backend) DisableTracking(ctx context.Context, table string) error {
+	if err := b.ensureSchema(ctx); err != nil {
+		return err
+	}
+	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.tracking'))`); err != nil {
+			return err
+		}
+		names, err := streamsOn(ctx, tx, table)
+		if err != nil {
+			return err
+		}
+		if len(names) > 0 {
+			return fmt.Errorf("%w: %s (drop them first: DROP TABLE STREAM %s)", ErrHasStreams, strings.Join(names, ", "), names[0])
+		}
+		return dropTracking(ctx, tx, table)
+	}), "disable change tracking on %s", sinkpg.Quote(table))
+}
+
+// dropTracking removes triggers, function, log and tracking row of table.
+func dropTracking(ctx context.Context, tx pgx.Tx, table string) error {
+	var logName, fn string
+	err := tx.QueryRow(ctx, `DELETE FROM sluice.tracking WHERE table_name = $1 RETURNING log_table, func_name`, table).Scan(&logName, &fn)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, sinkpg.Quote(table)).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		for _, name := range triggerNames {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, sinkpg.Quote(table))); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`DROP TABLE IF EXISTS sluice.%s`, sinkpg.Quote(logName))); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, fmt.Sprintf(`DROP FUNCTION IF EXISTS sluice.%s()`, sinkpg.Quote(fn)))
+	return err
+}
+
+// streamsOn lists the streams on table.
+func streamsOn(ctx context.Context, q sinkpg.Querier, table string) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT name FROM sluice.streams WHERE table_name = $1 ORDER BY name`, table)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
