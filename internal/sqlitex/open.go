@@ -1,0 +1,116 @@
+package sqlitex
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers driver "sqlite"
+)
+
+// ErrBadURL is returned for a connection URL that is not sqlite:PATH.
+var ErrBadURL = errors.New("bad sqlite connection URL")
+
+// BusyTimeout is how long a connection waits for another writer's lock
+// before failing with SQLITE_BUSY.
+const BusyTimeout = 10 * time.Second
+
+// Location is where a sqlite: URL points.
+type Location struct {
+	// Path is the absolute file path, or ":memory:" for a private in-memory
+	// database.
+	Path string
+	// Memory is true for sqlite::memory:.
+	Memory bool
+}
+
+// ParseURL parses "sqlite:PATH", "sqlite://PATH" (PATH absolute as in
+// sqlite:///abs/file.db, or relative as in sqlite://rel.db) and
+// "sqlite::memory:". A relative PATH is resolved against the working
+// directory. A query string ("?…") is not accepted: sluice sets the pragmas.
+func ParseURL(u string) (Location, error) {
+	rest, ok := cutScheme(u)
+	if !ok {
+		return Location{}, fmt.Errorf("%w %q: want sqlite:PATH", ErrBadURL, u)
+	}
+	rest = strings.TrimPrefix(rest, "//")
+	if rest == ":memory:" {
+		return Location{Path: ":memory:", Memory: true}, nil
+	}
+	if rest == "" {
+		return Location{}, fmt.Errorf("%w %q: missing file path", ErrBadURL, u)
+	}
+	if strings.ContainsAny(rest, "?#") {
+		return Location{}, fmt.Errorf("%w %q: query parameters are not supported", ErrBadURL, u)
+	}
+	if p, err := url.PathUnescape(rest); err == nil {
+		rest = p
+	}
+	abs, err := filepath.Abs(rest)
+	if err != nil {
+		return Location{}, fmt.Errorf("%w %q: %w", ErrBadURL, u, err)
+	}
+	return Location{Path: abs}, nil
+}
+
+func cutScheme(u string) (string, bool) {
+	i := strings.IndexByte(u, ':')
+	if i < 0 || !strings.EqualFold(u[:i], "sqlite") {
+		return "", false
+	}
+	return u[i+1:], true
+}
+
+// Open opens (creating the file if needed) the database at loc with
+// database/sql and the modernc driver. Every connection runs with
+// journal_mode=WAL (file databases), busy_timeout=BusyTimeout,
+// foreign_keys=ON and recursive_triggers=ON (so that REPLACE conflict
+// resolution fires delete triggers, which change capture relies on).
+// Registered SQL functions (RegisterFunctions) are available on every
+// connection. A :memory: database is one shared in-memory database per Open
+// (all pool connections see it), gone when the *sql.DB is closed.
+func Open(ctx context.Context, loc Location) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "recursive_triggers(1)")
+	var dsn string
+	if loc.Memory {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		q.Set("vfs", "memdb")
+		dsn = "file:/sluice-mem-" + hex.EncodeToString(b[:]) + "?" + q.Encode()
+	} else {
+		if dir := filepath.Dir(loc.Path); dir != "" {
+			if _, err := os.Stat(dir); err != nil {
+				return nil, fmt.Errorf("open sqlite database %s: %w", loc.Path, err)
+			}
+		}
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		dsn = "file:" + (&url.URL{Path: loc.Path}).EscapedPath() + "?" + q.Encode()
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite database %s: %w", loc.Path, err)
+	}
+	if loc.Memory {
+		// memdb is freed with its last connection: keep one open.
+		db.SetConnMaxIdleTime(0)
+		db.SetConnMaxLifetime(0)
+		db.SetMaxIdleConns(4)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite database %s: %w", loc.Path, err)
+	}
+	return db, nil
+}

@@ -1,0 +1,75 @@
+package sqlitex
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sluicedata/sluice/cdc"
+)
+
+// DeclaredType returns the column type sluice declares in CREATE TABLE for
+// the logical type t (docs/architecture.md): the dialect's own name for
+// integers, BOOLEAN, FLOAT, DOUBLE, VARCHAR(n), CHAR(n), DATE, TIMESTAMP and
+// BINARY; TEXT for STRING; DECIMAL_TEXT(p,s) for DECIMAL(p,s), which has
+// TEXT affinity so that decimals are stored exactly as fixed-scale text.
+// LogicalType(DeclaredType(t)) == t for every valid t.
+func DeclaredType(t cdc.Type) string {
+	switch t.Kind {
+	case cdc.KindDecimal:
+		return fmt.Sprintf("DECIMAL_TEXT(%d,%d)", t.Precision, t.Scale)
+	case cdc.KindString:
+		return "TEXT"
+	}
+	return t.String()
+}
+
+// LogicalType recovers the logical type from a declared column type as
+// PRAGMA table_info reports it. Types sluice declares (DeclaredType) map
+// back exactly; DECIMAL(p,s)/NUMERIC(p,s) are taken as written; anything
+// else follows SQLite's affinity rules: a name containing INT → BIGINT;
+// CHAR, CLOB or TEXT → STRING; BLOB or no type → BINARY; REAL, FLOA or DOUB
+// → DOUBLE; otherwise (NUMERIC affinity) → DECIMAL(38,10).
+func LogicalType(declared string) cdc.Type {
+	d := strings.ToUpper(strings.TrimSpace(declared))
+	if rest, ok := strings.CutPrefix(d, "DECIMAL_TEXT"); ok {
+		if t, err := cdc.ParseType("DECIMAL" + rest); err == nil {
+			return t
+		}
+		return cdc.Decimal(38, 10)
+	}
+	switch d {
+	case "INTEGER":
+		return cdc.TypeBigInt
+	case "REAL":
+		return cdc.TypeDouble
+	case "NUMERIC":
+		return cdc.Decimal(38, 10)
+	case "BLOB", "":
+		return cdc.TypeBinary
+	}
+	if t, err := cdc.ParseType(d); err == nil {
+		return t
+	}
+	switch {
+	case strings.Contains(d, "INT"):
+		return cdc.TypeBigInt
+	case strings.Contains(d, "CHAR"), strings.Contains(d, "CLOB"), strings.Contains(d, "TEXT"):
+		return cdc.TypeString
+	case strings.Contains(d, "BLOB"):
+		return cdc.TypeBinary
+	case strings.Contains(d, "REAL"), strings.Contains(d, "FLOA"), strings.Contains(d, "DOUB"):
+		return cdc.TypeDouble
+	}
+	return cdc.Decimal(38, 10)
+}
+
+// Quote returns ident as a double-quoted SQLite identifier, doubling any
+// '"' inside: order → "order", a"b → "a""b".
+func Quote(ident string) string {
+	return `"` + strings.ReplaceAll(ident, `"`, `""`) + `"`
+}
+
+// QuoteString returns s as a single-quoted SQL string literal.
+func QuoteString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

@@ -1,0 +1,105 @@
+package sqlitex
+
+import (
+	"database/sql/driver"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/sluicedata/sluice/cdc"
+)
+
+// TimestampLayout is how TIMESTAMP values are stored: the zone offset is
+// kept ("2024-01-15 10:00:00.5+08:00"); fraction digits are trimmed.
+const TimestampLayout = "2006-01-02 15:04:05.999999999-07:00"
+
+// Encode converts v to the value stored in a column of logical type t
+// (docs/architecture.md "SQLite storage conventions"). v is first coerced to
+// t's canonical form (cdc.Coerce), so loose inputs such as "12.5" for a
+// DECIMAL are accepted. The result is:
+//
+//	NULL                        nil
+//	integers                    int64
+//	BOOLEAN                     int64 0 or 1
+//	FLOAT DOUBLE                float64
+//	DECIMAL(p,s)                string with exactly s fraction digits ("1500.00")
+//	STRING VARCHAR CHAR         string
+//	DATE                        string "2006-01-02"
+//	TIMESTAMP                   string in TimestampLayout, zone kept
+//	BINARY                      []byte
+//
+// It returns the *cdc.ValueError of cdc.Coerce (wrapping cdc.ErrBadValue)
+// when v does not convert.
+func Encode(v any, t cdc.Type) (driver.Value, error) {
+	c, err := cdc.Coerce(v, t)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	switch x := c.(type) {
+	case bool:
+		if x {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	case decimal.Decimal:
+		return x.StringFixed(int32(t.Scale)), nil
+	case time.Time:
+		if t.Kind == cdc.KindDate {
+			return x.Format(time.DateOnly), nil
+		}
+		return x.Format(TimestampLayout), nil
+	case int64, float64, string, []byte:
+		return x, nil
+	}
+	return nil, fmt.Errorf("%w: %T for %s", cdc.ErrBadValue, c, t)
+}
+
+// EncodeRow encodes row (aligned with cols) with Encode. Errors name the
+// column.
+func EncodeRow(row []any, cols []cdc.Column) ([]any, error) {
+	out := make([]any, len(row))
+	for i, v := range row {
+		e, err := Encode(v, cols[i].Type)
+		if err != nil {
+			return nil, columnErr(err, cols[i].Name)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// Decode converts a value read from SQLite (nil, int64, float64, string,
+// []byte, or time.Time) to the canonical Go value of logical type t
+// (package cdc doc): DECIMAL text → decimal.Decimal (exact), TIMESTAMP text
+// → time.Time in its stored zone (text without a zone is UTC), DATE text →
+// time.Time at UTC midnight, BOOLEAN 0/1 → bool, BINARY → []byte (copied
+// by database/sql when scanned into *any). It returns an error wrapping
+// cdc.ErrBadValue for a value that does not convert.
+func Decode(v any, t cdc.Type) (any, error) {
+	if b, ok := v.([]byte); ok && t.Kind != cdc.KindBinary {
+		v = string(b)
+	}
+	return cdc.Coerce(v, t)
+}
+
+// DecodeRow decodes row in place, column i with cols[i].Type. Errors name
+// the column.
+func DecodeRow(row []any, cols []cdc.Column) error {
+	for i, v := range row {
+		d, err := Decode(v, cols[i].Type)
+		if err != nil {
+			return columnErr(err, cols[i].Name)
+		}
+		row[i] = d
+	}
+	return nil
+}
+
+func columnErr(err error, col string) error {
+	if ve, ok := err.(*cdc.ValueError); ok && ve.Column == "" {
+		c := *ve
+		c.Column = col
+		return &c
+	}
+	return fmt.Errorf("column %q: %w", col, err)
+}

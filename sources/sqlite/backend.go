@@ -1,0 +1,98 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+
+	"github.com/sluicedata/sluice/expr"
+	"github.com/sluicedata/sluice/internal/sqlitex"
+	"github.com/sluicedata/sluice/runner"
+	sinksqlite "github.com/sluicedata/sluice/sinks/sqlite"
+)
+
+func init() {
+	runner.Register(open, "sqlite")
+}
+
+// Backend is an open SQLite database: a table-stream source (change capture
+// by triggers, doc.go), a statement executor, a pushdown target and — by
+// delegation to sinks/sqlite on the same *sql.DB — a sink.
+type Backend struct {
+	// Sink provides runner.Sink (Target, PrepareSink) on the same *sql.DB.
+	*sinksqlite.Sink
+
+	db       *sql.DB
+	loc      sqlitex.Location
+	url      string
+	identity string
+	log      *slog.Logger
+}
+
+// Interface checks.
+var (
+	_ runner.Backend  = (*Backend)(nil)
+	_ runner.Executor = (*Backend)(nil)
+	_ runner.Source   = (*Backend)(nil)
+	_ runner.Sink     = (*Backend)(nil)
+)
+
+func open(ctx context.Context, url string, log *slog.Logger) (runner.Backend, error) {
+	return Open(ctx, url, log)
+}
+
+// Open opens the database of a sqlite: URL (sqlitex.ParseURL; the file is
+// created if missing) and creates sluice's catalog tables (sluice_tracking,
+// sluice_streams) if they are missing. log may be nil.
+func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := registerFunctions(); err != nil {
+		return nil, err
+	}
+	loc, err := sqlitex.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlitex.Open(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.ExecContext(ctx, catalogSQL); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: create catalog: %w", loc.Path, err)
+	}
+	b := &Backend{Sink: sinksqlite.New(db, log), db: db, loc: loc, url: url, identity: loc.Path, log: log}
+	if loc.Memory {
+		b.identity = fmt.Sprintf(":memory:%p", b)
+	}
+	return b, nil
+}
+
+// registerFunctions registers expr's SQL functions (expr.SQLiteFunctions,
+// which SQL rendered for SQLite calls) on the driver, once per process.
+func registerFunctions() error {
+	fs := make([]sqlitex.Function, len(expr.SQLiteFunctions))
+	for i, f := range expr.SQLiteFunctions {
+		fs[i] = sqlitex.Function{Name: f.Name, NArgs: int32(f.NArgs), Fn: f.Func}
+	}
+	return sqlitex.RegisterFunctions(fs)
+}
+
+// DB is the database handle, shared with the sink.
+func (b *Backend) DB() *sql.DB { return b.db }
+
+// Scheme implements runner.Backend.
+func (b *Backend) Scheme() string { return "sqlite" }
+
+// Identity implements runner.Backend: the absolute file path (":memory:…"
+// unique per Open for an in-memory database).
+func (b *Backend) Identity() string { return b.identity }
+
+// Redacted implements runner.Backend (a sqlite URL holds no password).
+func (b *Backend) Redacted() string { return runner.Redact(b.url) }
+
+// Close implements runner.Backend.
+func (b *Backend) Close() error { return b.db.Close() }

@@ -1,0 +1,221 @@
+package sqlite
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/sqlitex"
+	"github.com/sluicedata/sluice/runner"
+)
+
+// OrderColumn is an extra column of the relation ChangesQueryOrdered
+// returns: 0 for every change except UPDATE_AFTER, which has 1, so that
+// (__commit_version, __ord) orders the changes in commit order with each
+// UPDATE_BEFORE directly before its UPDATE_AFTER.
+const OrderColumn = "__ord"
+
+// ChangesQuery returns ONE SQL SELECT and its arguments that yields exactly
+// the changes of stream info between from (exclusive) and to (inclusive),
+// as Changes returns them (Changes runs this query):
+//
+//	__change_type       TEXT    INSERT | UPDATE_BEFORE | UPDATE_AFTER | DELETE
+//	__commit_version    INTEGER change-log seq of the last change contributing
+//	__commit_timestamp  TEXT    its statement time, UTC, ms precision ("…+00:00")
+//	<table columns>     in table order, values in SQLite storage form
+//
+// ordered in commit order (by __commit_version; an UPDATE_BEFORE directly
+// before its UPDATE_AFTER). from and to are offsets of this backend
+// (to is a read point: a plain seq). When from is the offset of a
+// SHOW_INITIAL_ROWS stream not yet consumed, a STANDARD read compares with
+// an empty table and therefore reads the table itself: the query must then
+// run in a transaction whose snapshot is at to (as Changes and Pushdown do).
+// Bad offsets yield a query that fails with the reason.
+func (b *Backend) ChangesQuery(info *runner.StreamInfo, from, to cdc.Offset) (query string, args []any) {
+	q, args, err := changesQuery(info, from, to, false)
+	if err != nil {
+		// Fails when run, naming the reason: "no such table: sluice: …".
+		return "SELECT * FROM " + sqlitex.Quote("sluice: "+err.Error()), nil
+	}
+	return q, args
+}
+
+// ChangesQueryOrdered is ChangesQuery with OrderColumn appended after the
+// table columns, for callers that re-order the changes.
+func (b *Backend) ChangesQueryOrdered(info *runner.StreamInfo, from, to cdc.Offset) (query string, args []any, err error) {
+	return changesQuery(info, from, to, true)
+}
+
+func changesQuery(info *runner.StreamInfo, from, to cdc.Offset, withOrd bool) (string, []any, error) {
+	f, err := parseOffset(from)
+	if err != nil {
+		return "", nil, err
+	}
+	t, err := parseOffset(to)
+	if err != nil {
+		return "", nil, err
+	}
+	if t.initial || t.seq < f.seq {
+		return "", nil, fmt.Errorf("%w: read point %s is before offset %s", cdc.ErrBadOffset, to, from)
+	}
+	g := gen{info: info, log: sqlitex.Quote(logTable(info.Table)), withOrd: withOrd}
+	if info.Mode != "APPEND_ONLY" && len(info.TableSchema.Key) == 0 {
+		return "", nil, fmt.Errorf("%w: stream %s: table %s", ErrNoPrimaryKey, info.Name, info.Table)
+	}
+	switch {
+	case info.Mode == "APPEND_ONLY" && f.initial:
+		return g.appendOnlyInitial(), []any{f.seq, f.seq, f.seq, t.seq, createdArg(info)}, nil
+	case info.Mode == "APPEND_ONLY":
+		return g.appendOnly(), []any{f.seq, t.seq}, nil
+	case f.initial:
+		return g.standardInitial(), []any{f.seq, t.seq, f.seq, createdArg(info)}, nil
+	default:
+		return g.standard(), []any{f.seq, t.seq}, nil
+	}
+}
+
+func createdArg(info *runner.StreamInfo) string {
+	return info.Created.UTC().Format(sqlitex.TimestampLayout)
+}
+
+type gen struct {
+	info    *runner.StreamInfo
+	log     string
+	withOrd bool
+}
+
+func (g gen) cols() []cdc.Column { return g.info.TableSchema.Columns }
+
+// list renders f(column) for each table column, comma-separated.
+func (g gen) list(f func(c cdc.Column) string) string {
+	var b strings.Builder
+	for i, c := range g.cols() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(f(c))
+	}
+	return b.String()
+}
+
+// keyExpr is the key column k of a change-log row: the new image's for
+// inserts and updates, the old one's for deletes (one of them is NULL).
+func keyExpr(k string) string { return "coalesce(" + newCol(k) + ", " + oldCol(k) + ")" }
+
+func (g gen) keyList(f func(k string) string) string {
+	parts := make([]string, len(g.info.TableSchema.Key))
+	for i, k := range g.info.TableSchema.Key {
+		parts[i] = f(k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (g gen) ord(expr string) string {
+	if !g.withOrd {
+		return ""
+	}
+	return ", " + expr + " AS " + sqlitex.Quote(OrderColumn)
+}
+
+const metaSelect = `%s AS "__change_type", %s AS "__commit_version", %s AS "__commit_timestamp"`
+
+// standard: net change per key over the log rows in (?, ?]. For each key,
+// f is its first log row in the range (the state before: absent when f is
+// an insert) and l its last (the state after: absent when l is a delete).
+func (g gen) standard() string {
+	var diff []string
+	for _, c := range g.cols() {
+		diff = append(diff, "f."+oldCol(c.Name)+" IS NOT l."+newCol(c.Name))
+	}
+	images := g.list(func(c cdc.Column) string { return "f." + oldCol(c.Name) }) + ", " +
+		g.list(func(c cdc.Column) string { return "l." + newCol(c.Name) })
+	row := g.list(func(c cdc.Column) string {
+		return "CASE WHEN n.kind = 'D' OR (n.kind = 'U' AND e.ord = 0) THEN n." + oldCol(c.Name) + " ELSE n." + newCol(c.Name) + " END AS " + sqlitex.Quote(c.Name)
+	})
+	return `WITH g AS (
+	SELECT min(seq) AS s0, max(seq) AS s1 FROM ` + g.log + `
+	WHERE seq > ? AND seq <= ?
+	GROUP BY ` + g.keyList(keyExpr) + `
+), n AS (
+	SELECT g.s1 AS ver, l.ts AS ts,
+		CASE
+			WHEN f.op IN ('I', 'KI') THEN CASE WHEN l.op IN ('D', 'KD') THEN NULL ELSE 'I' END
+			WHEN l.op IN ('D', 'KD') THEN 'D'
+			WHEN ` + strings.Join(diff, " OR ") + ` THEN 'U'
+		END AS kind,
+		` + images + `
+	FROM g JOIN ` + g.log + ` AS f ON f.seq = g.s0 JOIN ` + g.log + ` AS l ON l.seq = g.s1
+)
+SELECT ` + fmt.Sprintf(metaSelect,
+		`CASE n.kind WHEN 'I' THEN 'INSERT' WHEN 'D' THEN 'DELETE' WHEN 'U' THEN CASE e.ord WHEN 0 THEN 'UPDATE_BEFORE' ELSE 'UPDATE_AFTER' END END`,
+		"n.ver", "n.ts") + `,
+	` + row + g.ord("e.ord") + `
+FROM n JOIN (SELECT 0 AS ord UNION ALL SELECT 1) AS e ON e.ord = 0 OR n.kind = 'U'
+WHERE n.kind IS NOT NULL
+ORDER BY n.ver, e.ord`
+}
+
+// appendOnly: every insert in (?, ?] with its inserted values.
+func (g gen) appendOnly() string {
+	return `SELECT ` + fmt.Sprintf(metaSelect, `'INSERT'`, "seq", "ts") + `,
+	` + g.list(func(c cdc.Column) string { return newCol(c.Name) + " AS " + sqlitex.Quote(c.Name) }) + g.ord("0") + `
+FROM ` + g.log + `
+WHERE op = 'I' AND seq > ? AND seq <= ?
+ORDER BY seq`
+}
+
+// standardInitial: the table at the read point, every row an INSERT (the
+// state at a not-yet-consumed SHOW_INITIAL_ROWS offset counts as empty).
+// A row's version is the seq of its last change in (c, to], else c (the
+// stream's creation point) with the stream's creation time.
+// Arguments: c, to, c, created.
+func (g gen) standardInitial() string {
+	var on []string
+	for i, k := range g.info.TableSchema.Key {
+		on = append(on, fmt.Sprintf("g.k%d = t.%s", i, sqlitex.Quote(k)))
+	}
+	var keyCols []string
+	for i, k := range g.info.TableSchema.Key {
+		keyCols = append(keyCols, fmt.Sprintf("%s AS k%d", keyExpr(k), i))
+	}
+	return `WITH g AS (
+	SELECT max(seq) AS s1, ` + strings.Join(keyCols, ", ") + ` FROM ` + g.log + `
+	WHERE seq > ? AND seq <= ?
+	GROUP BY ` + g.keyList(keyExpr) + `
+)
+SELECT ` + fmt.Sprintf(metaSelect, `'INSERT'`, "coalesce(g.s1, ?)", "coalesce(l.ts, ?)") + `,
+	` + g.list(func(c cdc.Column) string { return "t." + sqlitex.Quote(c.Name) + " AS " + sqlitex.Quote(c.Name) }) + g.ord("0") + `
+FROM ` + sqlitex.Quote(g.info.Table) + ` AS t
+LEFT JOIN g ON ` + strings.Join(on, " AND ") + `
+LEFT JOIN ` + g.log + ` AS l ON l.seq = g.s1
+ORDER BY 2, ` + g.keyList(func(k string) string { return "t." + sqlitex.Quote(k) })
+}
+
+// appendOnlyInitial: the rows present at the creation point c, as INSERT
+// with version c and the creation time, then every insert in (c, to].
+// Rows are identified by rowid: a row present at c is either untouched
+// since (no log row for its rowid after c) or its first log row after c is
+// not an insert, whose old image is its value at c.
+// Arguments: c, c, c, to, created.
+func (g gen) appendOnlyInitial() string {
+	return `WITH f AS (
+	SELECT rid, min(seq) AS s0 FROM ` + g.log + ` WHERE seq > ? GROUP BY rid
+), init AS (
+	SELECT ` + g.list(func(c cdc.Column) string { return "t." + sqlitex.Quote(c.Name) + " AS " + newCol(c.Name) }) + `
+	FROM ` + sqlitex.Quote(g.info.Table) + ` AS t LEFT JOIN f ON f.rid = t.rowid
+	WHERE f.rid IS NULL
+	UNION ALL
+	SELECT ` + g.list(func(c cdc.Column) string { return "x." + oldCol(c.Name) }) + `
+	FROM f JOIN ` + g.log + ` AS x ON x.seq = f.s0
+	WHERE x.op NOT IN ('I', 'KI')
+), all_ AS (
+	SELECT ? AS ver, NULL AS ts, 0 AS sub, ` + g.list(func(c cdc.Column) string { return newCol(c.Name) }) + ` FROM init
+	UNION ALL
+	SELECT seq, ts, 1, ` + g.list(func(c cdc.Column) string { return newCol(c.Name) }) + ` FROM ` + g.log + `
+	WHERE op = 'I' AND seq > ? AND seq <= ?
+)
+SELECT ` + fmt.Sprintf(metaSelect, `'INSERT'`, "ver", "coalesce(ts, ?)") + `,
+	` + g.list(func(c cdc.Column) string { return newCol(c.Name) + " AS " + sqlitex.Quote(c.Name) }) + g.ord("0") + `
+FROM all_
+ORDER BY ver, sub`
+}

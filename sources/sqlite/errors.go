@@ -1,0 +1,27 @@
+package sqlite
+
+import "errors"
+
+// Sentinel errors of the sqlite backend. Errors returned by the backend wrap
+// them (and runner's sentinels where one applies: a missing stream wraps
+// runner.ErrNoStream, a concurrent offset move runner.ErrOffsetMoved, a plan
+// that cannot run as SQL runner.ErrNoPushdown).
+var (
+	// ErrNoTable: the statement names a table that does not exist.
+	ErrNoTable = errors.New("table does not exist")
+	// ErrNotTracked: a stream is created on a table without change tracking.
+	ErrNotTracked = errors.New("change tracking is not enabled on the table")
+	// ErrNoPrimaryKey: a STANDARD stream on a table without a primary key.
+	ErrNoPrimaryKey = errors.New("table has no primary key")
+	// ErrStreamsExist: change tracking is disabled, or the table dropped,
+	// while streams still read the table.
+	ErrStreamsExist = errors.New("table has table streams")
+	// ErrStreamExists: CREATE TABLE STREAM of an existing name without OR
+	// REPLACE or IF NOT EXISTS.
+	ErrStreamExists = errors.New("table stream already exists")
+	// ErrSchemaChanged: the table's columns differ from those change
+	// tracking was enabled with (re-enable change tracking).
+	ErrSchemaChanged = errors.New("table changed since change tracking was enabled")
+	// ErrUnsupported: a statement or construct the backend does not run.
+	ErrUnsupported = errors.New("not supported by the sqlite backend")
+)

@@ -1,0 +1,178 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/internal/sqlitex"
+	"github.com/sluicedata/sluice/runner"
+)
+
+// Exec implements runner.Executor for every statement of package dsl:
+//
+//   - CREATE TABLE: declared types of sqlitex.DeclaredType, key columns NOT
+//     NULL, PRIMARY KEY.
+//   - DROP TABLE: also removes change capture; ErrStreamsExist while
+//     streams read the table.
+//   - ALTER TABLE … SET PROPERTIES ('change_tracking' = …): installs or
+//     removes the capture triggers and change log (doc.go). ErrNoTable for
+//     a missing table; disabling while streams exist is ErrStreamsExist,
+//     naming them.
+//   - CREATE / DROP TABLE STREAM: the catalog sluice_streams. ErrNotTracked
+//     (saying how to enable tracking), ErrNoPrimaryKey for STANDARD on a
+//     table without key, ErrStreamExists; a missing stream wraps
+//     runner.ErrNoStream.
+//   - SHOW TABLE STREAMS, DESCRIBE TABLE STREAM: a ResultSet (show.go).
+//   - INSERT / UPDATE / DELETE / SELECT: translated for SQLite (dml.go);
+//     SELECT returns a ResultSet.
+//
+// Statements that change things run in one write transaction each.
+func (b *Backend) Exec(ctx context.Context, st dsl.Statement) (*runner.ResultSet, error) {
+	switch s := st.(type) {
+	case *dsl.CreateTable:
+		return nil, b.createTable(ctx, s)
+	case *dsl.DropTable:
+		return nil, b.dropTable(ctx, s)
+	case *dsl.SetChangeTracking:
+		return nil, sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
+			if s.Enabled {
+				return enableTracking(ctx, tx, s.Table)
+			}
+			return disableTracking(ctx, tx, s.Table)
+		})
+	case *dsl.CreateStream:
+		return nil, b.createStream(ctx, s)
+	case *dsl.DropStream:
+		return nil, b.dropStream(ctx, s)
+	case *dsl.ShowStreams:
+		return b.showStreams(ctx)
+	case *dsl.DescribeStream:
+		return b.describeStream(ctx, s.Stream)
+	case *dsl.DML:
+		return b.execDML(ctx, s)
+	}
+	return nil, fmt.Errorf("%w: statement %T", ErrUnsupported, st)
+}
+
+func (b *Backend) createTable(ctx context.Context, s *dsl.CreateTable) error {
+	if len(s.Schema.Columns) == 0 {
+		return fmt.Errorf("create table %s: no columns", s.Table)
+	}
+	if _, ok := s.Schema.KeyIndexes(); !ok {
+		return fmt.Errorf("create table %s: primary key %v names a column the table does not have", s.Table, s.Schema.Key)
+	}
+	for _, c := range s.Schema.Columns {
+		if cdc.IsMetadataColumn(c.Name) {
+			return fmt.Errorf("create table %s: column name %s is reserved for table streams", s.Table, c.Name)
+		}
+	}
+	if _, err := b.db.ExecContext(ctx, sqlitex.CreateTableSQL(s.Table, s.Schema, s.IfNotExists)); err != nil {
+		return fmt.Errorf("create table %s: %w", s.Table, err)
+	}
+	return nil
+}
+
+func (b *Backend) dropTable(ctx context.Context, s *dsl.DropTable) error {
+	return sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
+		name, ok, err := sqlitex.TableName(ctx, tx, s.Table)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if s.IfExists {
+				return nil
+			}
+			return fmt.Errorf("drop table: %w: %s", ErrNoTable, s.Table)
+		}
+		if err := untrack(ctx, tx, name, "drop table"); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DROP TABLE `+sqlitex.Quote(name)); err != nil {
+			return fmt.Errorf("drop table %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+func (b *Backend) createStream(ctx context.Context, s *dsl.CreateStream) error {
+	mode := s.Mode
+	if mode == "" {
+		mode = dsl.ModeStandard
+	}
+	if mode != dsl.ModeStandard && mode != dsl.ModeAppendOnly {
+		return fmt.Errorf("create table stream %s: %w: TABLE_STREAM_MODE %q (want STANDARD or APPEND_ONLY)", s.Stream, ErrUnsupported, mode)
+	}
+	return sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
+		name, ok, err := sqlitex.TableName(ctx, tx, s.Table)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("create table stream %s: %w: %s", s.Stream, ErrNoTable, s.Table)
+		}
+		c, tracked, err := lookupTracking(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if !tracked {
+			return fmt.Errorf("create table stream %s: %w %s; enable it first with: ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true')",
+				s.Stream, ErrNotTracked, name, name)
+		}
+		schema, _, err := sqlitex.TableSchema(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if mode == dsl.ModeStandard && len(schema.Key) == 0 {
+			return fmt.Errorf("create table stream %s: %w: %s; a STANDARD stream needs one to compute net changes per key (add a PRIMARY KEY, or use 'TABLE_STREAM_MODE' = 'APPEND_ONLY')",
+				s.Stream, ErrNoPrimaryKey, name)
+		}
+		if _, err := lookupStream(ctx, tx, s.Stream); err == nil {
+			switch {
+			case s.IfNotExists:
+				return nil
+			case !s.OrReplace:
+				return fmt.Errorf("create table stream: %w: %s (use CREATE OR REPLACE or IF NOT EXISTS)", ErrStreamExists, s.Stream)
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sluice_streams WHERE name = ?`, s.Stream); err != nil {
+				return fmt.Errorf("replace table stream %s: %w", s.Stream, err)
+			}
+		}
+		seq, err := lastSeq(ctx, tx, c.log)
+		if err != nil {
+			return err
+		}
+		pos := position{seq: seq, initial: s.ShowInitialRows}
+		_, now := nowUTC()
+		_, err = tx.ExecContext(ctx, `INSERT INTO sluice_streams (`+streamCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			s.Stream, name, mode, s.ShowInitialRows, s.Comment, now, newID(), pos.String())
+		if err != nil {
+			return fmt.Errorf("create table stream %s: %w", s.Stream, err)
+		}
+		_, err = purge(ctx, tx, c)
+		return err
+	})
+}
+
+func (b *Backend) dropStream(ctx context.Context, s *dsl.DropStream) error {
+	return sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
+		r, err := lookupStream(ctx, tx, s.Stream)
+		if err != nil {
+			if s.IfExists && errors.Is(err, runner.ErrNoStream) {
+				return nil
+			}
+			return fmt.Errorf("drop table stream: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sluice_streams WHERE name = ?`, r.name); err != nil {
+			return fmt.Errorf("drop table stream %s: %w", r.name, err)
+		}
+		c, ok, err := lookupTracking(ctx, tx, r.table)
+		if err != nil || !ok {
+			return err
+		}
+		_, err = purge(ctx, tx, c)
+		return err
+	})
+}

@@ -1,0 +1,72 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/runner"
+)
+
+// showColumns are the columns of SHOW TABLE STREAMS, one row per stream,
+// ordered by name.
+var showColumns = []cdc.Column{
+	{Name: "name", Type: cdc.TypeString, NotNull: true},
+	{Name: "table_name", Type: cdc.TypeString, NotNull: true},
+	{Name: "mode", Type: cdc.TypeString, NotNull: true},
+	{Name: "show_initial_rows", Type: cdc.TypeBoolean, NotNull: true},
+	{Name: "offset", Type: cdc.TypeString, NotNull: true},
+	{Name: "created_on", Type: cdc.TypeTimestamp, NotNull: true},
+	{Name: "comment", Type: cdc.TypeString, NotNull: true},
+}
+
+func (b *Backend) showStreams(ctx context.Context) (*runner.ResultSet, error) {
+	streams, err := listStreams(ctx, b.db, "")
+	if err != nil {
+		return nil, err
+	}
+	rs := &runner.ResultSet{Columns: showColumns, Rows: [][]any{}}
+	for _, s := range streams {
+		rs.Rows = append(rs.Rows, []any{s.name, s.table, s.mode, s.showInitial, s.pos.String(), s.created, s.comment})
+	}
+	return rs, nil
+}
+
+// describeColumns are the columns of DESCRIBE TABLE STREAM: one row, the
+// SHOW columns plus pending_changes (the number of changes a read now
+// returns) and id (the incarnation ID that checkpoints refer to).
+var describeColumns = append(append([]cdc.Column(nil), showColumns...),
+	cdc.Column{Name: "pending_changes", Type: cdc.TypeBigInt, NotNull: true},
+	cdc.Column{Name: "id", Type: cdc.TypeString, NotNull: true},
+)
+
+func (b *Backend) describeStream(ctx context.Context, name string) (*runner.ResultSet, error) {
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("describe table stream %s: %w", name, err)
+	}
+	defer tx.Rollback()
+	info, err := b.streamInfo(ctx, tx, name)
+	if err != nil {
+		return nil, fmt.Errorf("describe table stream: %w", err)
+	}
+	r, err := lookupStream(ctx, tx, name)
+	if err != nil {
+		return nil, err
+	}
+	to, err := lastSeq(ctx, tx, logTable(info.Table))
+	if err != nil {
+		return nil, err
+	}
+	q, args, err := changesQuery(info, info.Offset, position{seq: to}.offset(), false)
+	if err != nil {
+		return nil, fmt.Errorf("describe table stream %s: %w", name, err)
+	}
+	var pending int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+`)`, args...).Scan(&pending); err != nil {
+		return nil, fmt.Errorf("describe table stream %s: count pending changes: %w", name, err)
+	}
+	return &runner.ResultSet{Columns: describeColumns, Rows: [][]any{{
+		r.name, r.table, r.mode, r.showInitial, r.pos.String(), r.created, r.comment, pending, r.id,
+	}}}, nil
+}

@@ -1,0 +1,240 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/sqlitex"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
+)
+
+// DefaultBatchSize is the batch size of a read whose ReadOptions.BatchSize
+// is not positive.
+const DefaultBatchSize = 1000
+
+// Stream implements runner.Source: it describes the table stream src
+// names, with the table's current schema. It returns an error wrapping
+// runner.ErrNoStream when there is no such stream, and ErrSchemaChanged when
+// the table's columns differ from those its change capture records.
+func (b *Backend) Stream(ctx context.Context, src plan.Source) (*runner.StreamInfo, error) {
+	return b.streamInfo(ctx, b.db, src.Stream)
+}
+
+func (b *Backend) streamInfo(ctx context.Context, q sqlitex.Querier, name string) (*runner.StreamInfo, error) {
+	r, err := lookupStream(ctx, q, name)
+	if err != nil {
+		return nil, err
+	}
+	schema, ok, err := sqlitex.TableSchema(ctx, q, r.table)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("table stream %s: %w: %s", r.name, ErrNoTable, r.table)
+	}
+	c, tracked, err := lookupTracking(ctx, q, r.table)
+	if err != nil {
+		return nil, err
+	}
+	if !tracked {
+		return nil, fmt.Errorf("table stream %s: %w: %s", r.name, ErrNotTracked, r.table)
+	}
+	if !slices.Equal(c.columns, schema.Names()) {
+		return nil, fmt.Errorf("table stream %s: %w: captured columns %v, table has %v", r.name, ErrSchemaChanged, c.columns, schema.Names())
+	}
+	return &runner.StreamInfo{
+		Name:            r.name,
+		Table:           r.table,
+		Mode:            r.mode,
+		ShowInitialRows: r.showInitial,
+		Comment:         r.comment,
+		Created:         r.created,
+		ID:              r.id,
+		TableSchema:     schema,
+		Offset:          r.pos.offset(),
+	}, nil
+}
+
+// Changes implements runner.Source. It opens a read transaction, fixes the
+// read point (the last change-log seq visible in it), and streams the
+// result of ChangesQuery(s, from, readPoint) in batches of at most
+// opt.BatchSize changes. Change.Row is aligned with s.TableSchema and holds
+// canonical values (package cdc); CommitTime is UTC with millisecond
+// precision. The reader holds a connection until Close. Errors: bad offsets
+// wrap cdc.ErrBadOffset.
+func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Offset, opt runner.ReadOptions) (runner.ChangeReader, error) {
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read stream %s: %w", s.Name, err)
+	}
+	r, err := b.openRead(ctx, tx, s, from, opt)
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, fmt.Errorf("read stream %s: %w", s.Name, err)
+	}
+	return r, nil
+}
+
+func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo, from cdc.Offset, opt runner.ReadOptions) (*reader, error) {
+	to, err := lastSeq(ctx, tx, logTable(s.Table))
+	if err != nil {
+		return nil, err
+	}
+	f, err := parseOffset(from)
+	if err != nil {
+		return nil, err
+	}
+	if f.seq > to {
+		return nil, fmt.Errorf("%w: offset %s is after the last change %d", cdc.ErrBadOffset, from, to)
+	}
+	readPoint := position{seq: to}.offset()
+	q, args, err := changesQuery(s, from, readPoint, false)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	n := opt.BatchSize
+	if n <= 0 {
+		n = DefaultBatchSize
+	}
+	return &reader{tx: tx, rows: rows, schema: s.TableSchema, readPoint: readPoint, batch: n}, nil
+}
+
+type reader struct {
+	tx        *sql.Tx
+	rows      *sql.Rows
+	schema    cdc.Schema
+	readPoint cdc.Offset
+	batch     int
+	done      bool
+}
+
+func (r *reader) ReadPoint() cdc.Offset { return r.readPoint }
+
+func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
+	if r.done {
+		return nil, io.EOF
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cols := r.schema.Columns
+	out := make([]cdc.Change, 0, min(r.batch, 256))
+	for len(out) < r.batch {
+		if !r.rows.Next() {
+			if err := r.rows.Err(); err != nil {
+				return nil, fmt.Errorf("read changes: %w", err)
+			}
+			r.done = true
+			break
+		}
+		ch, err := scanChange(r.rows, cols)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ch)
+	}
+	if len(out) == 0 {
+		return nil, io.EOF
+	}
+	return out, nil
+}
+
+// scanChange reads one row of ChangesQuery.
+func scanChange(rows *sql.Rows, cols []cdc.Column) (cdc.Change, error) {
+	vals := make([]any, 3+len(cols))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return cdc.Change{}, fmt.Errorf("read changes: %w", err)
+	}
+	op, err := cdc.ParseOp(fmt.Sprint(vals[0]))
+	if err != nil {
+		return cdc.Change{}, err
+	}
+	ver, ok := vals[1].(int64)
+	if !ok {
+		return cdc.Change{}, fmt.Errorf("read changes: bad commit version %v", vals[1])
+	}
+	ts, err := sqlitex.Decode(vals[2], cdc.TypeTimestamp)
+	if err != nil {
+		return cdc.Change{}, fmt.Errorf("read changes: commit timestamp: %w", err)
+	}
+	row := vals[3:]
+	if err := sqlitex.DecodeRow(row, cols); err != nil {
+		return cdc.Change{}, fmt.Errorf("read changes: %w", err)
+	}
+	return cdc.Change{Op: op, CommitVersion: ver, CommitTime: ts.(time.Time).UTC(), Row: row}, nil
+}
+
+func (r *reader) Close() error {
+	if r.rows != nil {
+		r.rows.Close()
+	}
+	err := r.tx.Rollback()
+	if errors.Is(err, sql.ErrTxDone) {
+		err = nil
+	}
+	return err
+}
+
+// Advance implements runner.Source: in one write transaction it sets the
+// stream's offset to to if it is still from (else an error wrapping
+// runner.ErrOffsetMoved; runner.ErrNoStream if the stream is gone), then
+// purges the change-log rows every stream on the table has consumed.
+func (b *Backend) Advance(ctx context.Context, s *runner.StreamInfo, from, to cdc.Offset) error {
+	return sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
+		return b.advance(ctx, tx, s, from, to)
+	})
+}
+
+func (b *Backend) advance(ctx context.Context, tx sqlitex.Querier, s *runner.StreamInfo, from, to cdc.Offset) error {
+	f, err := parseOffset(from)
+	if err != nil {
+		return err
+	}
+	t, err := parseOffset(to)
+	if err != nil {
+		return err
+	}
+	if t.initial || t.seq < f.seq {
+		return fmt.Errorf("advance stream %s: %w: %s is not a read point after %s", s.Name, cdc.ErrBadOffset, to, from)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE sluice_streams SET "offset" = ? WHERE name = ? AND id = ? AND "offset" = ?`,
+		t.String(), s.Name, s.ID, f.String())
+	if err != nil {
+		return fmt.Errorf("advance stream %s: %w", s.Name, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		cur, err := lookupStream(ctx, tx, s.Name)
+		if err != nil {
+			return fmt.Errorf("advance stream %s: %w", s.Name, err)
+		}
+		if cur.id != s.ID {
+			return fmt.Errorf("advance stream %s: %w: the stream was dropped and created again", s.Name, runner.ErrNoStream)
+		}
+		return fmt.Errorf("advance stream %s from %s: %w (now at %s)", s.Name, from, runner.ErrOffsetMoved, cur.pos)
+	}
+	c, ok, err := lookupTracking(ctx, tx, s.Table)
+	if err != nil || !ok {
+		return err
+	}
+	n, err := purge(ctx, tx, c)
+	if err != nil {
+		return err
+	}
+	b.log.DebugContext(ctx, "stream advanced", "stream", s.Name, "from", from.String(), "to", to.String(), "purged", n)
+	return nil
+}
