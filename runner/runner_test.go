@@ -270,3 +270,30 @@ func sum(m map[cdc.Op]int64) int64 {
 	}
 	return n
 }
+
+func TestSharedStreamCheckpointBehindIsRefused(t *testing.T) {
+	e := newEnv(t)
+	e.sql("", seedSetup)
+	jobFor := func(name string) *plan.Job {
+		return e.job(name+".yaml", "name: "+name+"\nsource: orders_stream\nsink: {table: copy, connection: "+e.conn(name+".db")+"}\n")
+	}
+	a, b := jobFor("a"), jobFor("b")
+	for _, j := range []*plan.Job{a, b} {
+		if _, err := e.run(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.sql("", seedChanges)
+	if _, err := e.run(a); err != nil {
+		t.Fatal(err)
+	}
+	// b's checkpoint is now behind the stream's offset: a consumed the
+	// changes b never saw. b must fail loudly, not skip them.
+	_, err := e.run(b)
+	if err == nil || !strings.Contains(err.Error(), "behind its offset") {
+		t.Fatalf("err = %v, want a refusal to read behind the stream's offset", err)
+	}
+	if got := e.sql(e.conn("b.db"), "SELECT count(*) FROM copy"); got[0][0] != "0" {
+		t.Fatalf("b's sink got %s rows", got[0][0])
+	}
+}

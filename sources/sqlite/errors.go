@@ -22,6 +22,9 @@ var (
 	// ErrSchemaChanged: the table's columns differ from those change
 	// tracking was enabled with (re-enable change tracking).
 	ErrSchemaChanged = errors.New("table changed since change tracking was enabled")
+	// ErrBehindOffset: a read from an offset behind the stream's own offset
+	// (a job checkpoint left behind by another consumer of the stream).
+	ErrBehindOffset = errors.New("offset is behind the stream's offset")
 	// ErrUnsupported: a statement or construct the backend does not run.
 	ErrUnsupported = errors.New("not supported by the sqlite backend")
 )

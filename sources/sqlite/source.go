@@ -94,6 +94,9 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 	if f.seq > to {
 		return nil, fmt.Errorf("%w: offset %s is after the last change %d", cdc.ErrBadOffset, from, to)
 	}
+	if st, err := parseOffset(s.Offset); err == nil && (f.seq < st.seq || f.initial && !st.initial) {
+		return nil, fmt.Errorf("%w: reading stream %s from %s, behind its offset %s: another job consumed the changes in between and the change log may no longer hold them (use one stream per job)", ErrBehindOffset, s.Name, from, s.Offset)
+	}
 	readPoint := position{seq: to}.offset()
 	q, args, err := changesQuery(s, from, readPoint, false)
 	if err != nil {
