@@ -74,7 +74,14 @@ func (b *Backend) Pushdown(ctx context.Context, p *plan.Plan, s *runner.StreamIn
 	if err != nil {
 		return nil, err
 	}
-	read, _, err := b.ChangesQueryOrdered(s, s.Offset, s.Offset)
+	// The SQL shown is the read from the stream's offset; the read point is
+	// a parameter fixed at run time (any non-initial position renders the
+	// same text).
+	shown, err := parseOffset(s.Offset)
+	if err != nil {
+		return nil, err
+	}
+	read, _, err := b.ChangesQueryOrdered(s, s.Offset, position{seq: shown.seq}.offset())
 	if err != nil {
 		return nil, err
 	}
