@@ -1,0 +1,316 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicedata/sluice/runner"
+)
+
+// EventKind names a scheduling event.
+type EventKind string
+
+// The scheduling events passed to Config.OnEvent.
+const (
+	// EventScheduled: a timed job armed its timer for Event.Next.
+	EventScheduled EventKind = "scheduled"
+	// EventSkipped: a fire did not run; Reason is "running" (still running
+	// in this process), "locked" (running in another process) or
+	// "closing".
+	EventSkipped EventKind = "skipped"
+	// EventStarted: a run started (the lock is held).
+	EventStarted EventKind = "started"
+	// EventDone: a run ended and the job is no longer running; Run is
+	// what was recorded, Err its error. Transient failures that are
+	// retried emit EventRetry instead.
+	EventDone EventKind = "done"
+	// EventRetry: a transient failure (Run, Err); the next attempt is in
+	// Delay.
+	EventRetry EventKind = "retry"
+	// EventIdle: a continuous job found nothing to do and waits Delay (or
+	// its Waker).
+	EventIdle EventKind = "idle"
+	// EventStopped: a permanent failure stopped the job; Err says why.
+	EventStopped EventKind = "stopped"
+	// EventShutdown: Shutdown began; no new runs start.
+	EventShutdown EventKind = "shutdown"
+)
+
+// Event is a scheduling event (Config.OnEvent).
+type Event struct {
+	Kind   EventKind
+	Job    string
+	At     time.Time     // clock time of the event
+	Next   time.Time     // EventScheduled: the fire time
+	Delay  time.Duration // EventRetry, EventIdle
+	Reason string        // EventSkipped
+	Run    *Run          // EventDone
+	Err    error         // EventDone, EventRetry, EventStopped
+}
+
+// outcome is the end of one attempt or of a retried execution.
+type outcome struct {
+	status Status
+	run    *Run // the recorded run; nil when nothing ran
+	locked bool // someone else holds the lock: nothing ran
+	moved  bool // committed and the offset or rows moved
+	err    error
+}
+
+// timedLoop fires a cron or @every job on its schedule until ctx ends.
+// Fires stay on the schedule's grid (schedule.NextAfter): a late wake-up or
+// a long run never shifts later fires.
+func (s *Server) timedLoop(ctx context.Context, e *entry, st *state) {
+	name := e.job.Name
+	next := e.sched.Next(s.clock.Now())
+	for {
+		if next.IsZero() {
+			s.log.Warn("schedule has no further fire times", "job", name, "schedule", e.sched.String())
+			return
+		}
+		st.setNext(next)
+		t := s.clock.NewTimer(next.Sub(s.clock.Now()))
+		s.emit(Event{Kind: EventScheduled, Job: name, Next: next})
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			st.setNext(time.Time{})
+			return
+		case <-t.C():
+		}
+		fired := next
+		s.fire(ctx, e, st)
+		var missed int
+		next, missed = e.sched.NextAfter(fired, s.clock.Now())
+		if missed > 0 {
+			s.log.Warn("fires missed (the process was late or suspended)", "job", name, "missed", missed, "next", next)
+		}
+	}
+}
+
+// fire starts a run of a timed job in the background, or skips it when the
+// job is still running.
+func (s *Server) fire(ctx context.Context, e *entry, st *state) {
+	name := e.job.Name
+	if why := s.begin(name, st); why != "" {
+		if why == "running" {
+			s.log.Info("fire skipped: the previous run is still going", "job", name)
+			s.metrics.FireSkipped(name, why)
+		}
+		s.emit(Event{Kind: EventSkipped, Job: name, Reason: why})
+		return
+	}
+	go func() {
+		out := s.execute(ctx, e, st)
+		s.end(name, st)
+		s.emitDone(name, out)
+	}()
+}
+
+// continuousLoop runs a continuous job back to back while it moves rows,
+// and polls with IdleBackoff (or waits for its Waker) while idle.
+func (s *Server) continuousLoop(ctx context.Context, e *entry, st *state) {
+	name := e.job.Name
+	var wake <-chan struct{}
+	if s.cfg.Waker != nil {
+		w, err := s.cfg.Waker(ctx, e.job)
+		switch {
+		case err != nil:
+			s.log.Warn("no wake-ups for continuous job; polling only", "job", name, "err", err)
+		case w != nil:
+			defer w.Close()
+			wake = w.C()
+		}
+	}
+	idle := 0
+	for ctx.Err() == nil {
+		var out outcome
+		switch why := s.begin(name, st); why {
+		case "":
+			out = s.execute(ctx, e, st)
+			s.end(name, st)
+			s.emitDone(name, out)
+		case "closing":
+			return
+		default: // an earlier definition's run is still going
+			out = outcome{locked: true}
+		}
+		if out.status == StatusFailed || ctx.Err() != nil {
+			return
+		}
+		if out.moved {
+			idle = 0
+			continue
+		}
+		d := s.cfg.IdleBackoff.Delay(idle, nil)
+		idle++
+		st.setNext(s.clock.Now().Add(d))
+		t := s.clock.NewTimer(d)
+		s.emit(Event{Kind: EventIdle, Job: name, Delay: d})
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		case <-wake:
+			t.Stop()
+			idle = 0
+		}
+	}
+}
+
+// execute runs a job, retrying transient failures with RetryBackoff until
+// it succeeds, fails permanently (the job stops) or ctx ends. The caller
+// holds the job's running mark.
+func (s *Server) execute(ctx context.Context, e *entry, st *state) outcome {
+	for attempt := 0; ; attempt++ {
+		out := s.attempt(e, st)
+		switch out.status {
+		case StatusTransient:
+			d := s.cfg.RetryBackoff.Delay(attempt, s.rnd)
+			s.log.Warn("transient failure; retrying", "job", e.job.Name, "attempt", attempt+1, "in", d, "err", out.err)
+			t := s.clock.NewTimer(d)
+			s.emit(Event{Kind: EventRetry, Job: e.job.Name, Delay: d, Run: out.run, Err: out.err})
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return out
+			case <-t.C():
+			}
+			continue
+		case StatusFailed:
+			s.stopJob(e, st, out.err)
+		}
+		return out
+	}
+}
+
+// attempt runs the job once under its lock and records the run.
+func (s *Server) attempt(e *entry, st *state) outcome {
+	ctx := s.runCtx
+	name := e.job.Name
+	if s.cfg.Locker != nil {
+		unlock, ok, err := s.cfg.Locker.TryLock(ctx, name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return outcome{status: StatusCancelled, err: ctx.Err()}
+			}
+			err = fmt.Errorf("job lock: %w", err)
+			st.failed(s.clock.Now(), err)
+			s.metrics.observe(name, nil, err, StatusTransient)
+			return outcome{status: StatusTransient, err: err} // the lock database is down: retry
+		}
+		if !ok {
+			s.log.Info("fire skipped: the job is running in another process", "job", name)
+			s.metrics.FireSkipped(name, "locked")
+			s.emit(Event{Kind: EventSkipped, Job: name, Reason: "locked"})
+			return outcome{locked: true}
+		}
+		defer unlock()
+	}
+	s.emit(Event{Kind: EventStarted, Job: name})
+	start := s.clock.Now()
+	res, err := s.cfg.Run(ctx, e.job)
+	end := s.clock.Now()
+
+	st0 := classify(err)
+	if err != nil && ctx.Err() != nil {
+		st0 = StatusCancelled
+	}
+	if err == nil && res != nil && res.Skipped != "" {
+		st0 = StatusSkipped
+	}
+	if res == nil {
+		res = &runner.Result{Job: name}
+	}
+	if res.Job == "" {
+		res.Job = name
+	}
+	if res.Start.IsZero() || res.End.IsZero() {
+		res.Start, res.End = start.UTC(), end.UTC()
+	}
+	r := &Run{Job: name, Node: s.node, Start: res.Start.UTC(), End: res.End.UTC(), Status: st0,
+		Read: res.Stats.Read, Written: res.Stats.Written, From: res.From, Skipped: res.Skipped}
+	if err == nil {
+		r.To = res.To
+	} else {
+		r.Error = err.Error()
+	}
+	if s.cfg.History != nil {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		id, herr := s.cfg.History.Record(hctx, r)
+		cancel()
+		if herr != nil {
+			s.log.Warn("recording the run in the history failed", "job", name, "err", herr)
+		}
+		r.ID = id
+	}
+	s.metrics.observe(name, res, err, st0)
+	out := outcome{status: st0, err: err}
+	switch st0 {
+	case StatusCommitted:
+		out.moved = Rows(r.Read) > 0 || !r.From.Equal(r.To)
+		st.succeeded(r)
+		s.log.Info("run committed", "job", name, "read", Rows(r.Read), "written", Rows(r.Written),
+			"from", r.From.String(), "to", r.To.String(), "duration", r.Duration())
+	case StatusSkipped:
+		st.succeeded(r)
+		s.log.Info("run consumed nothing", "job", name, "why", r.Skipped)
+	case StatusCancelled:
+		st.recordOnly(r)
+		s.log.Warn("run cancelled; nothing committed", "job", name)
+	default:
+		st.recordOnly(r)
+		st.failed(end, err)
+	}
+	out.run = r
+	return out
+}
+
+// emitDone reports the end of an execution, after the job's running mark
+// is cleared.
+func (s *Server) emitDone(name string, out outcome) {
+	if out.run != nil {
+		s.emit(Event{Kind: EventDone, Job: name, Run: out.run, Err: out.err})
+	}
+}
+
+// stopJob stops a job after a permanent failure, leaving the others.
+func (s *Server) stopJob(e *entry, st *state, err error) {
+	name := e.job.Name
+	st.mu.Lock()
+	st.stopped, st.next = true, time.Time{}
+	st.mu.Unlock()
+	s.metrics.SetStopped(name, true)
+	s.log.Error("job stopped after a permanent failure; fix it and reload (SIGHUP)", "job", name, "err", err)
+	s.emit(Event{Kind: EventStopped, Job: name, Err: err})
+	s.mu.Lock()
+	s.stopEntry(e)
+	s.mu.Unlock()
+}
+
+func (st *state) setNext(t time.Time) {
+	st.mu.Lock()
+	st.next = t
+	st.mu.Unlock()
+}
+
+func (st *state) succeeded(r *Run) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.last, st.failures = r, 0
+}
+
+func (st *state) recordOnly(r *Run) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.last = r
+}
+
+func (st *state) failed(at time.Time, err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.failures++
+	st.lastErr, st.lastErrAt = err.Error(), at.UTC()
+}

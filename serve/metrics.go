@@ -1,0 +1,199 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicedata/sluice/runner"
+)
+
+// Metrics are the Prometheus metrics of a Server, in their own registry
+// (never the global default one). Metric names:
+//
+//	sluice_runs_total{job,result}                       counter; result = committed|skipped|failed|cancelled
+//	sluice_run_failures_total{job,kind}                 counter; kind = transient|permanent
+//	sluice_rows_total{job,stage,change_type}            counter; stage = read|written
+//	sluice_run_duration_seconds{job}                    histogram
+//	sluice_stream_lag_changes{job}                      gauge, changes pending in the stream
+//	sluice_stream_lag_seconds{job}                      gauge, age of the oldest pending change
+//	sluice_job_stopped{job}                             gauge, 1 after a permanent failure
+//	sluice_job_running{job}                             gauge
+//	sluice_fires_skipped_total{job,reason}              counter; reason = running|locked
+//	sluice_last_success_timestamp_seconds{job}          gauge, Unix time of the last good run
+//
+// plus the Go runtime and process collectors (CPU, memory, goroutines).
+//
+// Metrics implements runner.Observer. A Server reports every run to its
+// Metrics itself (including runs that failed before the runner's Run, such
+// as planning errors), so do not also install the same Metrics as
+// runner.Runner.Observer: runs would count twice.
+type Metrics struct {
+	reg         *prometheus.Registry
+	runs        *prometheus.CounterVec
+	failures    *prometheus.CounterVec
+	rows        *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	lagChanges  *prometheus.GaugeVec
+	lagSeconds  *prometheus.GaugeVec
+	stopped     *prometheus.GaugeVec
+	running     *prometheus.GaugeVec
+	skipped     *prometheus.CounterVec
+	lastSuccess *prometheus.GaugeVec
+}
+
+var _ runner.Observer = (*Metrics)(nil)
+
+// NewMetrics creates the metrics in a new registry.
+func NewMetrics() *Metrics {
+	job := []string{"job"}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_runs_total", Help: "Runs of a job by result (committed, skipped, failed, cancelled).",
+		}, []string{"job", "result"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_run_failures_total", Help: "Failed runs of a job by kind (transient: retried; permanent: job stopped).",
+		}, []string{"job", "kind"}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_rows_total", Help: "Changes read from the stream (stage=read) and rows applied at the sink (stage=written), by change type.",
+		}, []string{"job", "stage", "change_type"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sluice_run_duration_seconds", Help: "Duration of runs, failed or not.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12), // 5ms … ~5min
+		}, job),
+		lagChanges: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_stream_lag_changes", Help: "Changes pending in the job's stream (not yet consumed).",
+		}, job),
+		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_stream_lag_seconds", Help: "Age of the oldest change pending in the job's stream; 0 when none.",
+		}, job),
+		stopped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_job_stopped", Help: "1 when the job was stopped by a permanent failure.",
+		}, job),
+		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_job_running", Help: "1 while a run of the job is in progress in this process.",
+		}, job),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_fires_skipped_total", Help: "Scheduled fires skipped because the job was still running here (running) or in another process (locked).",
+		}, []string{"job", "reason"}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_last_success_timestamp_seconds", Help: "Unix time at which the last successful run ended.",
+		}, job),
+	}
+	m.reg.MustRegister(m.runs, m.failures, m.rows, m.duration, m.lagChanges, m.lagSeconds,
+		m.stopped, m.running, m.skipped, m.lastSuccess,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry returns the registry holding the metrics (to add more, or to
+// gather them).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// RunDone records a finished run (runner.Observer): its result, rows and
+// duration. err classifies it: nil → committed (or skipped when
+// r.Skipped is set), context.Canceled → cancelled, IsTransient → a
+// transient failure, else a permanent failure. r may be nil only when err
+// is not; such a run counts under job "".
+func (m *Metrics) RunDone(r *runner.Result, err error) {
+	job := ""
+	if r != nil {
+		job = r.Job
+	}
+	m.observe(job, r, err, classify(err))
+}
+
+// observe records a run with a known outcome.
+func (m *Metrics) observe(job string, r *runner.Result, err error, st Status) {
+	switch st {
+	case StatusTransient:
+		m.runs.WithLabelValues(job, "failed").Inc()
+		m.failures.WithLabelValues(job, "transient").Inc()
+	case StatusFailed:
+		m.runs.WithLabelValues(job, "failed").Inc()
+		m.failures.WithLabelValues(job, "permanent").Inc()
+	case StatusSkipped, StatusCancelled:
+		m.runs.WithLabelValues(job, string(st)).Inc()
+	default:
+		m.runs.WithLabelValues(job, string(StatusCommitted)).Inc()
+	}
+	if r == nil {
+		return
+	}
+	if !r.Start.IsZero() && !r.End.IsZero() {
+		m.duration.WithLabelValues(job).Observe(r.End.Sub(r.Start).Seconds())
+	}
+	if err != nil {
+		return // a failed run committed nothing
+	}
+	for op, n := range r.Stats.Read {
+		m.rows.WithLabelValues(job, "read", op.String()).Add(float64(n))
+	}
+	for op, n := range r.Stats.Written {
+		m.rows.WithLabelValues(job, "written", op.String()).Add(float64(n))
+	}
+	if !r.End.IsZero() {
+		m.lastSuccess.WithLabelValues(job).Set(float64(r.End.UnixNano()) / 1e9)
+	}
+}
+
+// classify maps a run error to its history status.
+func classify(err error) Status {
+	switch {
+	case err == nil:
+		return StatusCommitted
+	case errors.Is(err, context.Canceled):
+		return StatusCancelled
+	case IsTransient(err):
+		return StatusTransient
+	}
+	return StatusFailed
+}
+
+// SetLag sets the stream lag gauges of job.
+func (m *Metrics) SetLag(job string, lag Lag) {
+	m.lagChanges.WithLabelValues(job).Set(float64(lag.Changes))
+	m.lagSeconds.WithLabelValues(job).Set(lag.Age.Seconds())
+}
+
+// SetStopped sets whether job is stopped by a permanent failure.
+func (m *Metrics) SetStopped(job string, stopped bool) {
+	v := 0.0
+	if stopped {
+		v = 1
+	}
+	m.stopped.WithLabelValues(job).Set(v)
+}
+
+// SetRunning sets whether a run of job is in progress.
+func (m *Metrics) SetRunning(job string, running bool) {
+	v := 0.0
+	if running {
+		v = 1
+	}
+	m.running.WithLabelValues(job).Set(v)
+}
+
+// FireSkipped counts a scheduled fire that did not run; reason is
+// "running" or "locked".
+func (m *Metrics) FireSkipped(job, reason string) {
+	m.skipped.WithLabelValues(job, reason).Inc()
+}
+
+// Forget drops the gauges of a job that was removed by a reload (counters
+// and histograms are kept: they are cumulative).
+func (m *Metrics) Forget(job string) {
+	for _, g := range []*prometheus.GaugeVec{m.lagChanges, m.lagSeconds, m.stopped, m.running} {
+		g.DeleteLabelValues(job)
+	}
+}

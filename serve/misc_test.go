@@ -1,0 +1,289 @@
+package serve
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/pgtest"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/pos"
+	"github.com/sluicedata/sluice/runner"
+)
+
+type selfClassified struct{ transient bool }
+
+func (e selfClassified) Error() string   { return "backend error" }
+func (e selfClassified) Transient() bool { return e.transient }
+
+func TestIsTransient(t *testing.T) {
+	wrap := func(err error) error { return &runner.RunError{Job: "j", Err: fmt.Errorf("read: %w", err)} }
+	transient := []error{
+		&pgconn.PgError{Code: "40001"},
+		&pgconn.PgError{Code: "40P01"},
+		&pgconn.PgError{Code: "08006"},
+		&pgconn.PgError{Code: "57P01"},
+		&pgconn.PgError{Code: "53300"},
+		wrap(&pgconn.PgError{Code: "40001"}),
+		wrap(context.DeadlineExceeded),
+		wrap(syscall.ECONNREFUSED),
+		wrap(syscall.ECONNRESET),
+		wrap(io.ErrUnexpectedEOF),
+		wrap(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("no route")}),
+		wrap(runner.ErrOffsetMoved),
+		wrap(sql.ErrConnDone),
+		wrap(pgconn.ErrConnClosed),
+		wrap(errors.New("database is locked (5) (SQLITE_BUSY)")),
+		wrap(selfClassified{true}),
+	}
+	permanent := []error{
+		nil,
+		context.Canceled,
+		wrap(context.Canceled),
+		&pgconn.PgError{Code: "42P01"}, // undefined table
+		&pgconn.PgError{Code: "42804"}, // datatype mismatch
+		&pgconn.PgError{Code: "23505"}, // unique violation
+		wrap(runner.ErrNoStream),
+		wrap(errors.New(`no such table: "orders"`)),
+		pos.Errorf(pos.Pos{File: "j.yaml", Line: 3, Col: 9}, "unknown column %q", "amout"),
+		wrap(selfClassified{false}),
+	}
+	for _, err := range transient {
+		if !IsTransient(err) {
+			t.Errorf("IsTransient(%v) = false, want true", err)
+		}
+	}
+	for _, err := range permanent {
+		if IsTransient(err) {
+			t.Errorf("IsTransient(%v) = true, want false", err)
+		}
+	}
+}
+
+func TestIsTransientSQLiteBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "busy.db")
+	db1, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db1.Close()
+	db2, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	ctx := t.Context()
+	if _, err := db1.ExecContext(ctx, "CREATE TABLE t (x)"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db1.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(ctx, "ROLLBACK")
+	_, err = db2.ExecContext(ctx, "INSERT INTO t VALUES (1)")
+	if err == nil {
+		t.Fatal("no SQLITE_BUSY")
+	}
+	if !IsTransient(fmt.Errorf("write: %w", err)) {
+		t.Errorf("IsTransient(%v) = false", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	b := DefaultRetryBackoff()
+	none := func() float64 { return 0 }
+	full := func() float64 { return 0.999999 }
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute}
+	for n, w := range want {
+		if got := b.Delay(n, none); got != w {
+			t.Errorf("Delay(%d) = %v, want %v", n, got, w)
+		}
+		if got := b.Delay(n, full); got < w/2 || got > w {
+			t.Errorf("Delay(%d) with jitter = %v, want in [%v, %v]", n, got, w/2, w)
+		}
+	}
+	if got := b.Delay(5000, none); got != time.Minute {
+		t.Errorf("Delay(5000) = %v, want the cap", got)
+	}
+	idle := DefaultIdleBackoff()
+	if idle.Delay(0, nil) != 100*time.Millisecond || idle.Delay(100, nil) != 5*time.Second {
+		t.Errorf("idle bounds %v … %v", idle.Delay(0, nil), idle.Delay(100, nil))
+	}
+}
+
+func TestJobFilesAndWatch(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.yaml", "name: a\n")
+	write("sub/b.sql", "-- name: b\n")
+	write("notes.txt", "x")
+	write(".a.yaml.swp", "x")
+	write("..data/c.yaml", "x")
+	files, err := JobFiles([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "sub/b.sql")}
+	if strings.Join(files, ",") != strings.Join(want, ",") {
+		t.Errorf("JobFiles = %v, want %v", files, want)
+	}
+
+	clock := NewFakeClock(t0)
+	changed := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Watch(ctx, clock, time.Second, []string{dir}, func() { changed <- struct{}{} })
+	}()
+	tick := func() {
+		t.Helper()
+		if err := clock.WaitTimers(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	expect := func(want bool) {
+		t.Helper()
+		tick()
+		if err := clock.WaitTimers(t.Context(), 1); err != nil { // the poll is done
+			t.Fatal(err)
+		}
+		select {
+		case <-changed:
+			if !want {
+				t.Error("change reported without a change")
+			}
+		default:
+			if want {
+				t.Error("change not reported")
+			}
+		}
+	}
+	expect(false)
+	write("a.yaml", "name: a\nschedule: '@hourly'\n")
+	expect(true)
+	expect(false)
+	write("d.yaml", "name: d\n")
+	expect(true)
+	if err := os.Remove(filepath.Join(dir, "sub/b.sql")); err != nil {
+		t.Fatal(err)
+	}
+	expect(true)
+	write("notes.txt", "changed") // not a job file
+	expect(false)
+	cancel()
+	<-done
+}
+
+func TestStatusOf(t *testing.T) {
+	hist := newMemHistory()
+	ctx := t.Context()
+	now := time.Date(2026, 1, 1, 10, 30, 0, 0, time.UTC)
+	_, _ = hist.Record(ctx, &Run{Job: "a", Status: StatusCommitted, Start: now.Add(-time.Hour), End: now.Add(-time.Hour)})
+	_, _ = hist.Record(ctx, &Run{Job: "b", Status: StatusFailed, Error: "no such table", End: now})
+	jobs := []*plan.Job{testJob("a", "0 * * * *"), testJob("b", "continuous"), testJob("c", "nonsense"), testJob("d", "")}
+	lag := func(ctx context.Context, j *plan.Job) (Lag, error) {
+		if j.Name == "d" {
+			return Lag{}, errors.New("no stream")
+		}
+		return Lag{Changes: 3, Age: time.Minute}, nil
+	}
+	got, err := StatusOf(ctx, jobs, hist, lag, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		health string
+		next   string
+		lag    int64
+	}
+	want := map[string]row{
+		"a": {HealthOK, "11:00", 3},
+		"b": {HealthStopped, "", 3},
+		"c": {HealthBroken, "", 3},
+		"d": {HealthNeverRun, "", -1},
+	}
+	for _, st := range got {
+		w := want[st.Job]
+		next := ""
+		if st.Next != nil {
+			next = st.Next.Format("15:04")
+		}
+		lagN := int64(-1)
+		if st.Lag != nil {
+			lagN = st.Lag.Changes
+		}
+		if st.Health != w.health || next != w.next || lagN != w.lag {
+			t.Errorf("%s: health %q next %q lag %d; want %+v", st.Job, st.Health, next, lagN, w)
+		}
+	}
+	b, err := json.Marshal(got[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"job":"a"`, `"health":"ok"`, `"age_seconds":60`, `"status":"committed"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON %s lacks %s", b, want)
+		}
+	}
+	r := Run{Job: "x", Read: map[cdc.Op]int64{cdc.OpUpdateAfter: 2}, To: cdc.SingleOffset("9")}
+	b, _ = json.Marshal(r)
+	if !strings.Contains(string(b), `"read":{"UPDATE_AFTER":2}`) || !strings.Contains(string(b), `"to":{"positions":{"":"9"}}`) {
+		t.Errorf("Run JSON %s", b)
+	}
+}
+
+// TestPGWaker: a NOTIFY on the channel wakes the waker.
+func TestPGWaker(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := t.Context()
+	w, err := NewPGWaker(ctx, url, "sluice_changes_orders", testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `NOTIFY sluice_changes_orders, 'x'`); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.NewTimer(waitLimit)
+	defer timer.Stop()
+	select {
+	case <-w.C():
+	case <-timer.C:
+		t.Fatal("no wake-up after NOTIFY")
+	}
+}

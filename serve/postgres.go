@@ -1,0 +1,382 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluicedata/sluice/runner"
+)
+
+// PGSchema is the PostgreSQL schema of sluice's own tables.
+const PGSchema = "sluice"
+
+// pgLockClass is the first key of sluice's two-key advisory locks
+// ('sluc'), so that they do not collide with other applications' locks.
+// The second key is hashtext(job name); two job names with the same hash
+// merely never run at the same time.
+const pgLockClass = 0x736c7563
+
+// pgLockPing is how often a held advisory lock's session is checked.
+const pgLockPing = 10 * time.Second
+
+// PGStore is the run history (sluice.sluice_runs) and job locks of a
+// PostgreSQL database. A lock is a session advisory lock,
+// pg_try_advisory_lock('sluc', hashtext(job)), taken on a dedicated
+// connection that is held for the whole run and closed by unlock; if the
+// process dies the session ends and the lock is released by the server.
+type PGStore struct {
+	pool *pgxpool.Pool
+	own  bool
+	cfg  *pgx.ConnConfig
+	node string
+	log  *slog.Logger
+
+	base   context.Context // for cleanup in Close: values of the opening ctx, never cancelled
+	mu     sync.Mutex
+	closed bool
+	idle   map[string]*pgx.Conn // a released lock's connection, kept per job for the next run
+}
+
+// OpenPGStore connects to url (a postgres:// URL or key=value DSN) and
+// returns a store owning the pool.
+func OpenPGStore(ctx context.Context, url string, opt StoreOptions) (*PGStore, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("open run history %s: %w", runner.Redact(url), err)
+	}
+	s, err := NewPGStore(ctx, pool, opt)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.own = true
+	return s, nil
+}
+
+// NewPGStore returns a store on pool (which it does not close), creating
+// schema sluice and its table sluice_runs if needed. Locks use dedicated
+// connections with the pool's connection settings.
+func NewPGStore(ctx context.Context, pool *pgxpool.Pool, opt StoreOptions) (*PGStore, error) {
+	s := &PGStore{pool: pool, cfg: pool.Config().ConnConfig, node: nodeName(opt.Node), log: opt.Log, base: context.WithoutCancel(ctx)}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	var cols strings.Builder
+	for _, p := range []string{"read", "written"} {
+		for _, op := range opColumns {
+			fmt.Fprintf(&cols, "\t%s bigint NOT NULL DEFAULT 0,\n", opColumn(p, op))
+		}
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("create sluice history table: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	// Serialize concurrent first starts: CREATE … IF NOT EXISTS races.
+	ddl := []string{
+		fmt.Sprintf("SELECT pg_advisory_xact_lock(%d, 0)", pgLockClass),
+		"CREATE SCHEMA IF NOT EXISTS " + PGSchema,
+		`CREATE TABLE IF NOT EXISTS ` + pgRuns + ` (
+	id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	job text NOT NULL,
+	node text NOT NULL DEFAULT '',
+	started_at timestamptz NOT NULL,
+	ended_at timestamptz NOT NULL,
+	status text NOT NULL,
+` + cols.String() + `	from_offset text NOT NULL DEFAULT '',
+	to_offset text NOT NULL DEFAULT '',
+	error text NOT NULL DEFAULT '',
+	skipped text NOT NULL DEFAULT ''
+)`,
+		"CREATE INDEX IF NOT EXISTS " + RunsTable + "_job ON " + pgRuns + " (job, id)",
+	}
+	for _, q := range ddl {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return nil, fmt.Errorf("create sluice history table: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("create sluice history table: %w", err)
+	}
+	return s, nil
+}
+
+const pgRuns = PGSchema + "." + RunsTable
+
+// Close closes the idle lock connections, and the pool if the store
+// opened it. Locks still held stay held until their unlock.
+func (s *PGStore) Close() error {
+	s.mu.Lock()
+	idle := s.idle
+	s.idle, s.closed = nil, true
+	s.mu.Unlock()
+	for _, c := range idle {
+		closeConn(s.base, c)
+	}
+	if s.own {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// Record appends r to sluice.sluice_runs.
+func (s *PGStore) Record(ctx context.Context, r *Run) (int64, error) {
+	cols := []string{"job", "node", "started_at", "ended_at", "status"}
+	args := []any{r.Job, r.Node, r.Start.UTC(), r.End.UTC(), string(r.Status)}
+	cols = append(cols, strings.Split(countColumns(), ", ")...)
+	args = append(args, countArgs(r.Read)...)
+	args = append(args, countArgs(r.Written)...)
+	cols = append(cols, "from_offset", "to_offset", "error", "skipped")
+	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped)
+	ph := make([]string, len(args))
+	for i := range ph {
+		ph[i] = fmt.Sprintf("$%d", i+1)
+	}
+	var id int64
+	err := s.pool.QueryRow(ctx, "INSERT INTO "+pgRuns+" ("+strings.Join(cols, ", ")+") VALUES ("+strings.Join(ph, ", ")+") RETURNING id", args...).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("record run of %s: %w", r.Job, err)
+	}
+	return id, nil
+}
+
+// List returns recorded runs, newest first.
+func (s *PGStore) List(ctx context.Context, job string, limit int) ([]Run, error) {
+	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped FROM " + pgRuns
+	args := []any{defaultLimit(limit)}
+	if job != "" {
+		q += " WHERE job = $2"
+		args = append(args, job)
+	}
+	q += " ORDER BY id DESC LIMIT $1"
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		var r Run
+		var status, from, to string
+		counts := make([]int64, 2*len(opColumns))
+		dest := []any{&r.ID, &r.Job, &r.Node, &r.Start, &r.End, &status}
+		for i := range counts {
+			dest = append(dest, &counts[i])
+		}
+		dest = append(dest, &from, &to, &r.Error, &r.Skipped)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		r.Start, r.End = r.Start.UTC(), r.End.UTC()
+		r.Status = Status(status)
+		r.Read, r.Written = countMap(counts[:len(opColumns)]), countMap(counts[len(opColumns):])
+		if err := decodeOffsets(&r, from, to); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// TryLock takes job's advisory lock on a dedicated connection, held until
+// unlock. ok is false, with no error, when another session holds it.
+// While held, the session is pinged every 10s; a failed ping is logged as
+// an error (the server dropped the session and with it the lock). After
+// unlock the connection is kept for the job's next TryLock, so that a
+// continuous job does not connect for every run.
+func (s *PGStore) TryLock(ctx context.Context, job string) (unlock func(), ok bool, err error) {
+	conn, err := s.lockConn(ctx, job)
+	if err != nil {
+		return nil, false, fmt.Errorf("job lock: %w", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1::int4, hashtext($2))", pgLockClass, job).Scan(&ok); err != nil {
+		closeConn(ctx, conn)
+		return nil, false, fmt.Errorf("job lock: %w", err)
+	}
+	if !ok {
+		s.putConn(ctx, job, conn)
+		return nil, false, nil
+	}
+	hbCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(pgLockPing)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbCtx.Done():
+				return
+			case <-t.C:
+				if err := conn.Ping(hbCtx); err != nil && hbCtx.Err() == nil {
+					s.log.Error("job lock session lost; the job may run elsewhere too", "job", job, "err", err)
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			stop()
+			<-done
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			var released bool
+			if err := conn.QueryRow(cctx, "SELECT pg_advisory_unlock($1::int4, hashtext($2))", pgLockClass, job).Scan(&released); err != nil || !released {
+				// Ending the session releases the lock for sure.
+				closeConn(cctx, conn)
+				return
+			}
+			s.putConn(cctx, job, conn)
+		})
+	}, true, nil
+}
+
+// lockConn returns the job's kept connection if it is alive, else a new
+// one.
+func (s *PGStore) lockConn(ctx context.Context, job string) (*pgx.Conn, error) {
+	s.mu.Lock()
+	c := s.idle[job]
+	delete(s.idle, job)
+	s.mu.Unlock()
+	if c != nil && !c.IsClosed() {
+		return c, nil
+	}
+	return pgx.ConnectConfig(ctx, s.cfg.Copy())
+}
+
+// putConn keeps a connection holding no lock for the job's next TryLock.
+func (s *PGStore) putConn(ctx context.Context, job string, c *pgx.Conn) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		closeConn(ctx, c)
+		return
+	}
+	if s.idle == nil {
+		s.idle = map[string]*pgx.Conn{}
+	}
+	old := s.idle[job]
+	s.idle[job] = c
+	s.mu.Unlock()
+	if old != nil {
+		closeConn(ctx, old)
+	}
+}
+
+func closeConn(ctx context.Context, c *pgx.Conn) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_ = c.Close(cctx)
+}
+
+// PGWaker wakes a continuous job when a PostgreSQL NOTIFY arrives on a
+// channel: it holds one connection in LISTEN and reconnects (and wakes,
+// since notifications may have been missed) after losing it.
+type PGWaker struct {
+	ch     chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewPGWaker connects to url, LISTENs on channel (an identifier, quoted
+// as needed) and returns the waker; Close stops it. It fails if the first
+// connection or LISTEN fails.
+func NewPGWaker(ctx context.Context, url, channel string, log *slog.Logger) (*PGWaker, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	listen := func(ctx context.Context) (*pgx.Conn, error) {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+			_ = conn.Close(ctx)
+			return nil, err
+		}
+		return conn, nil
+	}
+	conn, err := listen(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %q: %w", channel, err)
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w := &PGWaker{ch: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		bo := DefaultRetryBackoff()
+		attempt := 0
+		for {
+			_, err := conn.WaitForNotification(wctx)
+			if err == nil {
+				attempt = 0
+				w.wake()
+				continue
+			}
+			cctx, ccancel := context.WithTimeout(context.WithoutCancel(wctx), time.Second)
+			_ = conn.Close(cctx)
+			ccancel()
+			if wctx.Err() != nil {
+				return
+			}
+			log.Warn("LISTEN connection lost; reconnecting", "channel", channel, "err", err)
+			for {
+				t := time.NewTimer(bo.Delay(attempt, nil))
+				attempt++
+				select {
+				case <-wctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				if conn, err = listen(wctx); err == nil {
+					w.wake()
+					break
+				}
+				log.Warn("LISTEN reconnect failed", "channel", channel, "err", err)
+			}
+		}
+	}()
+	return w, nil
+}
+
+// C receives a value after a notification (coalesced: one pending value at
+// most).
+func (w *PGWaker) C() <-chan struct{} { return w.ch }
+
+func (w *PGWaker) wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops listening and closes the connection.
+func (w *PGWaker) Close() error {
+	w.cancel()
+	<-w.done
+	return nil
+}
+
+// decodeOffsets parses the stored offsets of a history row.
+func decodeOffsets(r *Run, from, to string) error {
+	var errs []error
+	var err error
+	if r.From, err = decodeOffset(from); err != nil {
+		errs = append(errs, err)
+	}
+	if r.To, err = decodeOffset(to); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

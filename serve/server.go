@@ -1,0 +1,548 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"reflect"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/pos"
+	"github.com/sluicedata/sluice/runner"
+	"github.com/sluicedata/sluice/schedule"
+)
+
+// RunFunc runs one job once and reports it, as runner.Runner.RunJob does.
+// It must honour ctx: when ctx is cancelled before its commit it must
+// return without committing (the runner guarantees this).
+type RunFunc func(ctx context.Context, job *plan.Job) (*runner.Result, error)
+
+// Waker tells an idle continuous job that changes may be pending, so it
+// runs before its poll backoff ends (PGWaker: LISTEN/NOTIFY).
+type Waker interface {
+	// C receives a value when the job should look for changes.
+	C() <-chan struct{}
+	// Close releases the waker.
+	Close() error
+}
+
+// WakerFunc returns the Waker of a continuous job, or nil when its source
+// has none (the job then only polls). It is called when the job's loop
+// starts; ctx ends when the loop ends.
+type WakerFunc func(ctx context.Context, job *plan.Job) (Waker, error)
+
+// LagFunc measures a job's stream lag without moving its offset (optional;
+// the CLI implements it with the source backend).
+type LagFunc func(ctx context.Context, job *plan.Job) (Lag, error)
+
+// Lag is how far a job's stream is behind.
+type Lag struct {
+	Changes int64         `json:"changes"` // changes pending after the job's offset
+	Age     time.Duration `json:"-"`       // age of the oldest pending change, 0 when none
+}
+
+// Config configures a Server. Only Run is required.
+type Config struct {
+	// Run runs a job once (runner.Runner.RunJob in production).
+	Run RunFunc
+	// Log receives server events; nil discards them.
+	Log *slog.Logger
+	// Clock drives schedules and backoffs; nil → SystemClock.
+	Clock Clock
+	// Locker keeps a job from running in two processes; nil → in-process
+	// exclusion only.
+	Locker Locker
+	// History records every run; nil → runs are only logged.
+	History History
+	// Metrics receives every run; nil → NewMetrics().
+	Metrics *Metrics
+	// Lag measures stream lag for /metrics, /healthz and Status; optional.
+	Lag LagFunc
+	// LagInterval is how often Lag is called per job; 0 → 15s.
+	LagInterval time.Duration
+	// Waker gives continuous jobs a wake-up source; optional.
+	Waker WakerFunc
+	// Listen is the address of /healthz and /metrics (":9464"); "" → no
+	// HTTP listener (Handler can still be mounted elsewhere).
+	Listen string
+	// Node names this process in the run history; "" → host:pid.
+	Node string
+	// RetryBackoff spaces retries of transient failures; zero →
+	// DefaultRetryBackoff().
+	RetryBackoff Backoff
+	// IdleBackoff spaces polls of an idle continuous job; zero →
+	// DefaultIdleBackoff().
+	IdleBackoff Backoff
+	// UnhealthyAfter is how many consecutive transient failures make a job
+	// unhealthy in /healthz; 0 → 3. A stopped job is always unhealthy.
+	UnhealthyAfter int
+	// CancelWait bounds how long Shutdown waits for cancelled runs to
+	// return after the grace period; 0 → 10s.
+	CancelWait time.Duration
+	// Rand returns uniform numbers in [0,1) for retry jitter; nil →
+	// math/rand/v2.
+	Rand func() float64
+	// OnEvent, when set, is called synchronously for every scheduling event
+	// (tests, UIs). It must not block or call back into the Server.
+	OnEvent func(Event)
+}
+
+// Def is one job file's outcome for Reload: the parsed (and, if the caller
+// wants, planned) job, or the reason the file is broken.
+type Def struct {
+	// File identifies the job file; a broken file keeps the jobs it
+	// defined before.
+	File string
+	// Job is the parsed job; nil when Err is set.
+	Job *plan.Job
+	// Err is why the file could not be loaded (parse or validation errors).
+	Err error
+}
+
+// Server runs jobs on their schedules. Create it with New, give it jobs
+// with Reload, then Start; stop it with Shutdown. Its methods are safe for
+// concurrent use.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	clock   Clock
+	metrics *Metrics
+	node    string
+	rnd     func() float64
+
+	mu         sync.Mutex
+	entries    map[string]*entry
+	states     map[string]*state
+	started    bool
+	closing    bool
+	runCtx     context.Context
+	cancelRuns context.CancelFunc
+	loopCtx    context.Context
+	stopLoops  context.CancelFunc
+	loops      sync.WaitGroup
+	runs       sync.WaitGroup
+	httpSrv    *http.Server
+	ln         net.Listener
+}
+
+// entry is a loaded job definition and its scheduling loop.
+type entry struct {
+	job   *plan.Job
+	file  string
+	sched schedule.Schedule
+	stop  context.CancelFunc // ends the loop; nil until started
+	done  chan struct{}      // closed when the loop has exited
+}
+
+// state is what the server knows about a job name; it survives reloads.
+type state struct {
+	running atomic.Bool
+
+	mu        sync.Mutex
+	last      *Run
+	lastErr   string
+	lastErrAt time.Time
+	failures  int // consecutive failed runs
+	stopped   bool
+	next      time.Time
+	lag       *Lag
+	lagErr    string
+}
+
+// New returns a Server with no jobs. It returns an error wrapping
+// ErrNoRunFunc when cfg.Run is nil.
+func New(cfg Config) (*Server, error) {
+	if cfg.Run == nil {
+		return nil, ErrNoRunFunc
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, clock: cfg.Clock, metrics: cfg.Metrics, node: nodeName(cfg.Node), rnd: cfg.Rand,
+		entries: map[string]*entry{}, states: map[string]*state{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.clock == nil {
+		s.clock = SystemClock()
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	if s.rnd == nil {
+		s.rnd = rand.Float64
+	}
+	s.cfg.RetryBackoff = cfg.RetryBackoff.orDefault(DefaultRetryBackoff())
+	s.cfg.IdleBackoff = cfg.IdleBackoff.orDefault(DefaultIdleBackoff())
+	if s.cfg.UnhealthyAfter <= 0 {
+		s.cfg.UnhealthyAfter = 3
+	}
+	if s.cfg.LagInterval <= 0 {
+		s.cfg.LagInterval = 15 * time.Second
+	}
+	if s.cfg.CancelWait <= 0 {
+		s.cfg.CancelWait = 10 * time.Second
+	}
+	return s, nil
+}
+
+// Metrics returns the server's metrics.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Reload replaces the job set with defs, one per job file (call it once
+// before Start with the initial set). For each file:
+//
+//   - a good definition (Err nil, schedule valid, name not taken by another
+//     file) is loaded; if it equals the running definition the job keeps
+//     its schedule state, otherwise its loop is restarted with the new
+//     definition (a run in progress finishes first and is never
+//     overlapped);
+//   - a broken one (Err set, bad schedule, duplicate name) keeps the jobs
+//     that file defined before, unchanged, and is logged;
+//   - jobs of files absent from defs are removed (their running runs
+//     finish).
+//
+// Jobs stopped by a permanent failure restart on every Reload — reloading
+// is how an operator says "fixed". It returns the broken files' errors
+// joined (each wrapping ErrKeptOld, with the file name), or ErrClosed after
+// Shutdown; the good files are applied in either case.
+func (s *Server) Reload(defs []Def) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return ErrClosed
+	}
+	next := map[string]*entry{}
+	var good []*entry
+	var broken []Def
+	for _, d := range defs {
+		if d.Err == nil && d.Job == nil {
+			d.Err = errors.New("no job in file")
+		}
+		if d.Err == nil {
+			sched, err := schedule.Parse(d.Job.Schedule, d.Job.ScheduleTZ)
+			if err != nil {
+				d.Err = pos.Errorf(d.Job.SchedulePos, "%w", err)
+			} else {
+				good = append(good, &entry{job: d.Job, file: d.File, sched: sched})
+				continue
+			}
+		}
+		broken = append(broken, d)
+	}
+	var errs []error
+	// keepOld keeps the jobs a broken file defined before, unless their
+	// name is taken by now.
+	keepOld := func(d Def) {
+		var kept []string
+		for name, old := range s.entries {
+			if _, taken := next[name]; !taken && old.file == d.File {
+				next[name] = old
+				kept = append(kept, name)
+			}
+		}
+		sort.Strings(kept)
+		s.log.Error("job file not loaded; keeping its previous jobs", "file", d.File, "kept", kept, "err", d.Err)
+		errs = append(errs, fmt.Errorf("%s: %w (kept: %v): %w", d.File, ErrKeptOld, kept, d.Err))
+	}
+	// Broken files first: the names they defined stay theirs, so a job
+	// cannot silently move to another file while its own file is broken.
+	for _, d := range broken {
+		keepOld(d)
+	}
+	for _, e := range good {
+		if other, dup := next[e.job.Name]; dup {
+			keepOld(Def{File: e.file, Err: fmt.Errorf("%w %q: also defined in %s", ErrDuplicateJob, e.job.Name, other.file)})
+			continue
+		}
+		next[e.job.Name] = e
+	}
+
+	for name, old := range s.entries {
+		nw, ok := next[name]
+		st := s.states[name]
+		switch {
+		case ok && nw == old:
+			continue // kept from a broken file
+		case ok && sameJob(old, nw) && !st.isStopped():
+			next[name] = old // unchanged: keep the loop and its schedule
+			continue
+		}
+		s.stopEntry(old)
+		if !ok {
+			s.log.Info("job removed", "job", name, "file", old.file)
+			s.metrics.Forget(name)
+		}
+	}
+	for name, e := range next {
+		if old := s.entries[name]; old == e {
+			continue
+		}
+		st := s.stateLocked(name)
+		st.mu.Lock()
+		wasStopped := st.stopped
+		st.stopped, st.failures, st.next = false, 0, time.Time{}
+		st.mu.Unlock()
+		s.metrics.SetStopped(name, false)
+		if _, existed := s.entries[name]; existed {
+			s.log.Info("job reloaded", "job", name, "file", e.file, "schedule", e.sched.String(), "was_stopped", wasStopped)
+		} else {
+			s.log.Info("job loaded", "job", name, "file", e.file, "schedule", e.sched.String())
+		}
+		if s.started {
+			s.startLoop(e)
+		}
+	}
+	s.entries = next
+	return errors.Join(errs...)
+}
+
+// sameJob reports whether two definitions are identical.
+func sameJob(a, b *entry) bool {
+	return a.file == b.file && a.sched.String() == b.sched.String() && reflect.DeepEqual(a.job, b.job)
+}
+
+// stopEntry ends an entry's loop (not its running run); s.mu is held.
+func (s *Server) stopEntry(e *entry) {
+	if e.stop != nil {
+		e.stop()
+	}
+}
+
+// stateLocked returns the state of a job name, creating it; s.mu is held.
+func (s *Server) stateLocked(name string) *state {
+	st, ok := s.states[name]
+	if !ok {
+		st = &state{}
+		s.states[name] = st
+	}
+	return st
+}
+
+func (st *state) isStopped() bool {
+	if st == nil {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.stopped
+}
+
+// Start starts the scheduling loops of the loaded jobs, the lag poller and
+// the HTTP listener (Config.Listen). ctx bounds the whole server: cancelling
+// it aborts running jobs at once, so stop gracefully with Shutdown instead.
+// It returns ErrStarted on a second call, ErrClosed after Shutdown, or the
+// listen error.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return ErrStarted
+	}
+	if s.closing {
+		return ErrClosed
+	}
+	if s.cfg.Listen != "" {
+		ln, err := net.Listen("tcp", s.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("listen for /healthz and /metrics: %w", err)
+		}
+		s.ln = ln
+		s.httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("HTTP listener failed", "addr", ln.Addr().String(), "err", err)
+			}
+		}()
+		s.log.Info("serving /healthz and /metrics", "addr", ln.Addr().String())
+	}
+	s.runCtx, s.cancelRuns = context.WithCancel(ctx)
+	s.loopCtx, s.stopLoops = context.WithCancel(s.runCtx)
+	s.started = true
+	for _, e := range s.entries {
+		s.startLoop(e)
+	}
+	if s.cfg.Lag != nil {
+		s.loops.Add(1)
+		go func() {
+			defer s.loops.Done()
+			s.lagLoop(s.loopCtx)
+		}()
+	}
+	s.log.Info("server started", "jobs", len(s.entries), "node", s.node)
+	return nil
+}
+
+// Addr is the address the HTTP listener is bound to, "" when none.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// startLoop starts an entry's scheduling loop; s.mu is held, s.started.
+func (s *Server) startLoop(e *entry) {
+	if e.sched.IsManual() {
+		return
+	}
+	ctx, cancel := context.WithCancel(s.loopCtx)
+	e.stop, e.done = cancel, make(chan struct{})
+	st := s.stateLocked(e.job.Name)
+	s.loops.Add(1)
+	go func() {
+		defer s.loops.Done()
+		defer close(e.done)
+		defer cancel()
+		if e.sched.IsContinuous() {
+			s.continuousLoop(ctx, e, st)
+		} else {
+			s.timedLoop(ctx, e, st)
+		}
+	}()
+}
+
+// Shutdown stops the server gracefully: no new runs start (scheduled fires,
+// retries and continuous polls stop at once), runs in progress may finish
+// until ctx is done (the grace period), then their contexts are cancelled —
+// a cancelled run commits nothing and moves no offset — and Shutdown waits
+// up to Config.CancelWait for them to return. Finally the HTTP listener
+// closes. It returns nil when every run finished in time, an error wrapping
+// ErrForcedShutdown when runs were cancelled, ErrClosed on a second call.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.closing = true
+	if !s.started {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopLoops()
+	running := 0
+	for _, st := range s.states {
+		if st.running.Load() {
+			running++
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("shutting down: no new runs; waiting for running jobs", "running", running)
+	s.emit(Event{Kind: EventShutdown})
+
+	done := make(chan struct{})
+	go func() {
+		s.loops.Wait()
+		s.runs.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("grace period over; cancelling running jobs (they commit nothing)")
+		s.cancelRuns()
+		t := s.clock.NewTimer(s.cfg.CancelWait)
+		select {
+		case <-done:
+			t.Stop()
+			err = ErrForcedShutdown
+		case <-t.C():
+			err = fmt.Errorf("%w; some runs did not return within %v", ErrForcedShutdown, s.cfg.CancelWait)
+		}
+	}
+	s.cancelRuns()
+	if s.httpSrv != nil {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		if herr := s.httpSrv.Shutdown(hctx); herr != nil {
+			_ = s.httpSrv.Close()
+		}
+	}
+	s.log.Info("server stopped", "forced", err != nil)
+	return err
+}
+
+// begin marks st running for a new run. It returns "" on success, else
+// the reason the run may not start: "running" or "closing".
+func (s *Server) begin(name string, st *state) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return "closing"
+	}
+	if !st.running.CompareAndSwap(false, true) {
+		return "running"
+	}
+	s.runs.Add(1)
+	s.metrics.SetRunning(name, true)
+	return ""
+}
+
+// end clears the running mark set by begin.
+func (s *Server) end(name string, st *state) {
+	st.running.Store(false)
+	s.metrics.SetRunning(name, false)
+	s.runs.Done()
+}
+
+// emit calls the OnEvent hook.
+func (s *Server) emit(ev Event) {
+	if s.cfg.OnEvent != nil {
+		if ev.At.IsZero() {
+			ev.At = s.clock.Now()
+		}
+		s.cfg.OnEvent(ev)
+	}
+}
+
+// lagLoop refreshes every job's lag each LagInterval.
+func (s *Server) lagLoop(ctx context.Context) {
+	for {
+		s.mu.Lock()
+		jobs := make([]*plan.Job, 0, len(s.entries))
+		for _, e := range s.entries {
+			jobs = append(jobs, e.job)
+		}
+		s.mu.Unlock()
+		for _, j := range jobs {
+			s.refreshLag(ctx, j)
+		}
+		t := s.clock.NewTimer(s.cfg.LagInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// refreshLag measures one job's lag into its state and the metrics.
+func (s *Server) refreshLag(ctx context.Context, j *plan.Job) {
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lag, err := s.cfg.Lag(lctx, j)
+	s.mu.Lock()
+	st := s.stateLocked(j.Name)
+	s.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			st.lagErr = err.Error()
+			s.log.Debug("measuring stream lag failed", "job", j.Name, "err", err)
+		}
+		return
+	}
+	st.lag, st.lagErr = &lag, ""
+	s.metrics.SetLag(j.Name, lag)
+}

@@ -1,0 +1,240 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/schedule"
+)
+
+// The health of a job, as JobStatus.Health reports it.
+const (
+	HealthOK       = "ok"        // last run succeeded (or none failed yet)
+	HealthNeverRun = "never run" // no run recorded
+	HealthRetrying = "retrying"  // transient failures, below Config.UnhealthyAfter
+	HealthFailing  = "failing"   // transient failures, at or above Config.UnhealthyAfter
+	HealthStopped  = "stopped"   // stopped by a permanent failure
+	HealthBroken   = "invalid"   // the job's schedule does not parse (StatusOf)
+)
+
+// JobStatus is one job's line in `sluice status` and /healthz.
+type JobStatus struct {
+	Job                 string     `json:"job"`
+	File                string     `json:"file,omitempty"`
+	Schedule            string     `json:"schedule"`
+	Next                *time.Time `json:"next_fire,omitempty"`
+	Running             bool       `json:"running"`
+	Stopped             bool       `json:"stopped"`
+	Healthy             bool       `json:"healthy"`
+	Health              string     `json:"health"`
+	LastRun             *Run       `json:"last_run,omitempty"`
+	LastError           string     `json:"last_error,omitempty"`
+	LastErrorAt         *time.Time `json:"last_error_at,omitempty"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	Lag                 *Lag       `json:"lag,omitempty"`
+	LagError            string     `json:"lag_error,omitempty"`
+}
+
+// Status reports every loaded job of the running server, sorted by name:
+// schedule, next fire, whether it is running or stopped, its health, last
+// run (from memory, else the newest in the History) and last error, and
+// its lag when Config.Lag is set (the value of the last poll).
+func (s *Server) Status(ctx context.Context) []JobStatus {
+	s.mu.Lock()
+	type item struct {
+		e  *entry
+		st *state
+	}
+	items := make([]item, 0, len(s.entries))
+	for name, e := range s.entries {
+		items = append(items, item{e, s.stateLocked(name)})
+	}
+	s.mu.Unlock()
+	sort.Slice(items, func(i, j int) bool { return items[i].e.job.Name < items[j].e.job.Name })
+	out := make([]JobStatus, 0, len(items))
+	for _, it := range items {
+		js := JobStatus{Job: it.e.job.Name, File: it.e.file, Schedule: it.e.sched.String(), Running: it.st.running.Load()}
+		it.st.mu.Lock()
+		if !it.st.next.IsZero() {
+			n := it.st.next
+			js.Next = &n
+		}
+		js.Stopped, js.ConsecutiveFailures = it.st.stopped, it.st.failures
+		js.LastRun = it.st.last
+		if it.st.lastErr != "" {
+			js.LastError = it.st.lastErr
+			at := it.st.lastErrAt
+			js.LastErrorAt = &at
+		}
+		js.Lag, js.LagError = it.st.lag, it.st.lagErr
+		it.st.mu.Unlock()
+		if js.LastRun == nil && s.cfg.History != nil {
+			if runs, err := s.cfg.History.List(ctx, js.Job, 1); err == nil && len(runs) > 0 {
+				js.LastRun = &runs[0]
+			}
+		}
+		switch {
+		case js.Stopped:
+			js.Health = HealthStopped
+		case js.ConsecutiveFailures >= s.cfg.UnhealthyAfter:
+			js.Health = HealthFailing
+		case js.ConsecutiveFailures > 0:
+			js.Health = HealthRetrying
+		case js.LastRun == nil:
+			js.Health = HealthNeverRun
+		default:
+			js.Health = HealthOK
+		}
+		js.Healthy = js.Health != HealthStopped && js.Health != HealthFailing
+		out = append(out, js)
+	}
+	return out
+}
+
+// StatusOf reports jobs that no server in this process runs (`sluice
+// status DIR`): the schedule and next fire after now, the last run and
+// health from hist (nil: unknown), and the lag from lag (nil: not
+// measured). Health comes from the newest run: committed/skipped/cancelled
+// → ok, transient → retrying, failed → stopped. It returns the history's
+// error if it cannot be read; lag errors go into LagError.
+func StatusOf(ctx context.Context, jobs []*plan.Job, hist History, lag LagFunc, now time.Time) ([]JobStatus, error) {
+	out := make([]JobStatus, 0, len(jobs))
+	for _, j := range jobs {
+		js := JobStatus{Job: j.Name, File: j.File, Health: HealthNeverRun, Healthy: true}
+		sched, err := schedule.Parse(j.Schedule, j.ScheduleTZ)
+		if err != nil {
+			js.Schedule, js.Health, js.Healthy, js.LastError = j.Schedule, HealthBroken, false, err.Error()
+		} else {
+			js.Schedule = sched.String()
+			if n := sched.Next(now); !n.IsZero() {
+				js.Next = &n
+			}
+		}
+		if hist != nil {
+			runs, err := hist.List(ctx, j.Name, 1)
+			if err != nil {
+				return nil, err
+			}
+			if len(runs) > 0 {
+				r := runs[0]
+				js.LastRun = &r
+				if js.Health != HealthBroken {
+					switch r.Status {
+					case StatusTransient:
+						js.Health = HealthRetrying
+					case StatusFailed:
+						js.Health, js.Healthy, js.Stopped = HealthStopped, false, true
+					default:
+						js.Health = HealthOK
+					}
+				}
+				if r.Error != "" {
+					js.LastError = r.Error
+					at := r.End
+					js.LastErrorAt = &at
+				}
+			}
+		}
+		if lag != nil {
+			if l, err := lag(ctx, j); err != nil {
+				js.LagError = err.Error()
+			} else {
+				js.Lag = &l
+			}
+		}
+		out = append(out, js)
+	}
+	return out, nil
+}
+
+// healthBody is the JSON of /healthz.
+type healthBody struct {
+	Status string      `json:"status"` // "ok", "unhealthy" or "shutting down"
+	Node   string      `json:"node"`
+	Jobs   []JobStatus `json:"jobs"`
+}
+
+// Handler serves GET /healthz and GET /metrics.
+//
+// /healthz answers JSON {"status", "node", "jobs": [JobStatus…]} with 200
+// when every job is healthy and 503 when one is stopped or failing, or the
+// server is shutting down. /metrics is Metrics.Handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	mux.HandleFunc("GET /healthz", s.serveHealth)
+	return mux
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	body := healthBody{Status: "ok", Node: s.node, Jobs: s.Status(r.Context())}
+	code := http.StatusOK
+	for _, j := range body.Jobs {
+		if !j.Healthy {
+			body.Status, code = "unhealthy", http.StatusServiceUnavailable
+		}
+	}
+	s.mu.Lock()
+	if s.closing {
+		body.Status, code = "shutting down", http.StatusServiceUnavailable
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(body)
+}
+
+// MarshalJSON writes a Run with change types by name
+// ({"read": {"INSERT": 3}}), offsets in their stored form and times in
+// RFC 3339.
+func (r Run) MarshalJSON() ([]byte, error) {
+	type run struct {
+		ID      int64            `json:"id,omitempty"`
+		Job     string           `json:"job"`
+		Node    string           `json:"node,omitempty"`
+		Start   time.Time        `json:"start"`
+		End     time.Time        `json:"end"`
+		Seconds float64          `json:"duration_seconds"`
+		Status  Status           `json:"status"`
+		Read    map[string]int64 `json:"read,omitempty"`
+		Written map[string]int64 `json:"written,omitempty"`
+		From    *cdc.Offset      `json:"from,omitempty"`
+		To      *cdc.Offset      `json:"to,omitempty"`
+		Error   string           `json:"error,omitempty"`
+		Skipped string           `json:"skipped,omitempty"`
+	}
+	named := func(m map[cdc.Op]int64) map[string]int64 {
+		if len(m) == 0 {
+			return nil
+		}
+		out := make(map[string]int64, len(m))
+		for op, n := range m {
+			out[op.String()] = n
+		}
+		return out
+	}
+	off := func(o cdc.Offset) *cdc.Offset {
+		if o.IsZero() {
+			return nil
+		}
+		return &o
+	}
+	return json.Marshal(run{r.ID, r.Job, r.Node, r.Start, r.End, r.Duration().Seconds(), r.Status,
+		named(r.Read), named(r.Written), off(r.From), off(r.To), r.Error, r.Skipped})
+}
+
+// MarshalJSON writes a Lag as {"changes": n, "age_seconds": s}.
+func (l Lag) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Changes int64   `json:"changes"`
+		Age     float64 `json:"age_seconds"`
+	}{l.Changes, l.Age.Seconds()})
+}

@@ -1,0 +1,148 @@
+package serve
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+
+	"github.com/sluicedata/sluice/runner"
+)
+
+// SQLite primary result codes that mean "try again" (extended codes carry
+// them in their low byte).
+const (
+	sqliteBusy   = 5 // SQLITE_BUSY
+	sqliteLocked = 6 // SQLITE_LOCKED
+)
+
+// IsTransient reports whether err is worth retrying unchanged: the
+// database went away or was busy, not the job being wrong. It is true for
+//
+//   - PostgreSQL SQLSTATEs 40001 (serialization failure), 40P01
+//     (deadlock), class 08 (connection exception), 53000/53100/53200/53300
+//     (insufficient resources, too many connections), 55P03 (lock not
+//     available), 57P01–57P03 (admin/crash shutdown, cannot connect now),
+//     57014 (statement timeout/cancel by the server) and 58000/58030
+//     (system and I/O errors);
+//   - pgconn errors that are SafeToRetry or timeouts, and failed connects;
+//   - SQLITE_BUSY and SQLITE_LOCKED (including extended codes);
+//   - network errors (net.Error, connection refused/reset, broken pipe,
+//     unexpected EOF), driver.ErrBadConn and sql.ErrConnDone;
+//   - context.DeadlineExceeded (an I/O timeout, not a shutdown);
+//   - runner.ErrOffsetMoved (another run moved the stream concurrently);
+//   - any error in the chain with a method Transient() bool returning true
+//     (backends can classify their own errors).
+//
+// It is false for nil, context.Canceled (shutdown: not retried) and
+// everything else — type mismatches, missing tables or columns, bad
+// expressions — which stop the job as permanent failures.
+func IsTransient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var tr interface{ Transient() bool }
+	if errors.As(err, &tr) {
+		return tr.Transient()
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return transientSQLState(pgErr.Code)
+	}
+	var sqErr *sqlite.Error
+	if errors.As(err, &sqErr) {
+		c := sqErr.Code() & 0xff
+		return c == sqliteBusy || c == sqliteLocked
+	}
+	var connErr *pgconn.ConnectError
+	switch {
+	case errors.As(err, &connErr),
+		pgconn.SafeToRetry(err), pgconn.Timeout(err),
+		errors.Is(err, pgconn.ErrConnClosed),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, runner.ErrOffsetMoved),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, syscall.EHOSTUNREACH),
+		errors.Is(err, syscall.ENETUNREACH):
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	// Drivers that flatten errors into text (modernc wraps some in
+	// fmt.Errorf with %v).
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked") ||
+		strings.Contains(msg, "database table is locked")
+}
+
+// transientSQLState classifies a PostgreSQL SQLSTATE.
+func transientSQLState(code string) bool {
+	switch code {
+	case "40001", "40P01", "53000", "53100", "53200", "53300", "55P03",
+		"57P01", "57P02", "57P03", "57014", "58000", "58030":
+		return true
+	}
+	return strings.HasPrefix(code, "08")
+}
+
+// Backoff is an exponential backoff: attempt n (from 0) waits
+// Min·Factor^n, capped at Max, with a random Jitter fraction taken off:
+// the wait is uniformly distributed in [d·(1−Jitter), d]. The zero values
+// of Factor and Jitter mean 2 and none.
+type Backoff struct {
+	Min, Max time.Duration
+	Factor   float64
+	Jitter   float64 // 0 ≤ Jitter ≤ 1
+}
+
+// DefaultRetryBackoff is the wait between retries of transient failures:
+// 1s, 2s, 4s … capped at 1m, with up to half of it randomly taken off so
+// that servers that failed together do not retry together.
+func DefaultRetryBackoff() Backoff {
+	return Backoff{Min: time.Second, Max: time.Minute, Factor: 2, Jitter: 0.5}
+}
+
+// DefaultIdleBackoff is how long an idle continuous job waits before it
+// polls again: 100ms doubling to 5s, reset by a run that moved rows.
+func DefaultIdleBackoff() Backoff {
+	return Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Factor: 2}
+}
+
+// Delay returns the wait before attempt n (0-based). rnd returns a uniform
+// number in [0, 1) and is used only when Jitter > 0; nil means no jitter.
+func (b Backoff) Delay(n int, rnd func() float64) time.Duration {
+	f := b.Factor
+	if f <= 1 {
+		f = 2
+	}
+	d := float64(b.Min) * math.Pow(f, float64(max(n, 0)))
+	if b.Max > 0 && (d > float64(b.Max) || math.IsInf(d, 0) || math.IsNaN(d)) {
+		d = float64(b.Max)
+	}
+	if b.Jitter > 0 && rnd != nil {
+		d -= d * min(b.Jitter, 1) * rnd()
+	}
+	return time.Duration(d)
+}
+
+// orDefault returns b, or def when b is zero.
+func (b Backoff) orDefault(def Backoff) Backoff {
+	if b.Min <= 0 {
+		return def
+	}
+	return b
+}

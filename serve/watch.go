@@ -1,0 +1,117 @@
+package serve
+
+import (
+	"context"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// jobFileExts are the extensions of job files that Watch and JobFiles
+// look at.
+var jobFileExts = []string{".yaml", ".yml", ".sql"}
+
+// fileStamp is what Watch compares: size and modification time.
+type fileStamp struct {
+	size int64
+	mod  time.Time
+}
+
+// JobFiles lists the job files of paths: a file is taken as is; a directory
+// is walked recursively for *.yaml, *.yml and *.sql files, skipping
+// entries whose name starts with "." (editor swap files, and the
+// "..data" links of a Kubernetes ConfigMap volume, whose files also appear
+// as top-level symlinks). The result is sorted. A path that does not exist
+// is an error.
+func JobFiles(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if path != p && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() {
+				return nil
+			}
+			ext := strings.ToLower(filepath.Ext(path))
+			for _, e := range jobFileExts {
+				if ext == e {
+					out = append(out, path)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// snapshot stamps the job files of paths (following symlinks); paths that
+// cannot be listed are stamped as missing.
+func snapshot(paths []string) map[string]fileStamp {
+	m := map[string]fileStamp{}
+	files, err := JobFiles(paths)
+	if err != nil {
+		m["\x00error"] = fileStamp{size: -1}
+		return m
+	}
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			m[f] = fileStamp{size: -1}
+			continue
+		}
+		m[f] = fileStamp{size: fi.Size(), mod: fi.ModTime()}
+	}
+	return m
+}
+
+// Watch polls the job files of paths (see JobFiles) every interval (0 →
+// 1s) on clock and calls onChange after a file was added, removed or
+// modified (size or modification time), at most once per poll. It returns
+// when ctx ends. Polling instead of inotify keeps it dependency-free and
+// works on network and ConfigMap volumes; a poll costs one stat per file.
+func Watch(ctx context.Context, clock Clock, interval time.Duration, paths []string, onChange func()) {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	if clock == nil {
+		clock = SystemClock()
+	}
+	prev := snapshot(paths)
+	for {
+		t := clock.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		cur := snapshot(paths)
+		if !maps.Equal(prev, cur) {
+			prev = cur
+			onChange()
+		}
+	}
+}
