@@ -153,3 +153,41 @@ type PushdownPlan interface {
 	// transaction and returns the new offset.
 	Run(ctx context.Context, job string) (Stats, cdc.Offset, cdc.Offset, error)
 }
+
+// Snapshotter is a Source that can read a consistent copy of a stream's
+// table for `sluice backfill` (Runner.Backfill).
+type Snapshotter interface {
+	// Snapshot opens one long read transaction on info's table and fixes the
+	// stream position its contents are consistent with. from is the offset
+	// the job would read the stream from (its checkpoint or the stream's
+	// offset; on a resumed backfill the previous snapshot's offset): the
+	// snapshot's Offset is a read point after it, and Catchup reads the
+	// changes between the two. Errors: a table without a primary key, a
+	// stream whose table changed since info was read.
+	Snapshot(ctx context.Context, info *StreamInfo, from cdc.Offset) (SnapshotReader, error)
+}
+
+// SnapshotReader reads the table as of one snapshot, in primary-key order.
+// Every method runs in the snapshot's transaction; it is not safe for
+// concurrent use.
+type SnapshotReader interface {
+	// Offset is the stream position the snapshot is consistent with: the
+	// read point a stream read from `from` would produce at this snapshot.
+	Offset() cdc.Offset
+	// Count returns the number of rows in the snapshot.
+	Count(ctx context.Context) (int64, error)
+	// Chunk returns at most n rows with a primary key after `after` (nil:
+	// from the start), in primary-key order, as OpInsert changes whose Row
+	// is aligned with StreamInfo.TableSchema (canonical values). An empty
+	// result means the end of the table.
+	Chunk(ctx context.Context, after []any, n int) ([]cdc.Change, error)
+	// Catchup reads the stream's changes in (from, Offset()] whose primary
+	// key is at or before upTo (the key order Chunk uses), as a stream read
+	// returns them; ReadPoint is Offset(). Closing the reader leaves the
+	// snapshot open.
+	Catchup(ctx context.Context, upTo []any, opt ReadOptions) (ChangeReader, error)
+	// Steps describes the statements of the snapshot, for --dry-run.
+	Steps() []plan.Step
+	// Close ends the read transaction.
+	Close() error
+}

@@ -42,7 +42,7 @@ func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err erro
 			return res, err
 		}
 		res.Stats, res.From, res.To = stats, from, to
-		r.log().Info("run committed", "job", p.Job.Name, "pushdown", true, "from", from.String(), "to", to.String())
+		r.log().Debug("run committed", "job", p.Job.Name, "pushdown", true, "from", from.String(), "to", to.String())
 		return res, nil
 	}
 	return r.runThrough(ctx, prep, res)
@@ -123,7 +123,7 @@ func (r *Runner) runThrough(ctx context.Context, prep *Prepared, res *Result) (*
 			r.log().Warn("stream offset not advanced; the sink checkpoint is ahead and will be used", "job", p.Job.Name, "stream", info.Name, "err", err)
 		}
 	}
-	r.log().Info("run committed", "job", p.Job.Name, "from", from.String(), "to", to.String())
+	r.log().Debug("run committed", "job", p.Job.Name, "from", from.String(), "to", to.String())
 	return res, nil
 }
 

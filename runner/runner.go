@@ -86,7 +86,7 @@ func (r *Runner) batchSize() int {
 // Backend returns the open backend for conn (after ${ENV} expansion),
 // opening it on first use. conn "" means the Runner's default connection.
 func (r *Runner) Backend(ctx context.Context, conn string) (Backend, error) {
-	url, err := r.resolve(conn)
+	url, err := r.Resolve(conn)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +121,10 @@ func (r *Runner) Close() error {
 	return errors.Join(errs...)
 }
 
-// resolve picks the connection and expands ${ENV} in it.
-func (r *Runner) resolve(conn string) (string, error) {
+// Resolve returns the connection URL a job with connection conn uses:
+// conn, else the Runner's Conn, else $SLUICE_CONN, else DefaultConn, with
+// ${ENV} expanded. The error names the missing variable, never its value.
+func (r *Runner) Resolve(conn string) (string, error) {
 	if conn == "" {
 		conn = r.Conn
 	}

@@ -39,7 +39,13 @@ type verb struct {
 
 var verbs []verb
 
-func register(v verb) { verbs = append(verbs, v) }
+// register adds a verb, keeping verbs sorted by name. Verbs register from
+// init functions only, so Main never modifies the slice and concurrent calls
+// of Main (tests) do not race.
+func register(v verb) {
+	verbs = append(verbs, v)
+	sort.Slice(verbs, func(i, j int) bool { return verbs[i].name < verbs[j].name })
+}
 
 // errUsage marks a command-line mistake: exit code 2.
 var errUsage = errors.New("usage")
@@ -52,7 +58,6 @@ var errFailed = errors.New("failed")
 // the process exit code: 0 success, 1 a failure (a job failed, a statement
 // erred), 2 a usage error.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	sort.Slice(verbs, func(i, j int) bool { return verbs[i].name < verbs[j].name })
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, lookup: os.LookupEnv}
 	level := slog.LevelWarn
 	if v, ok := os.LookupEnv("SLUICE_LOG"); ok {

@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sluicedata/sluice/expr"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/pos"
+	"github.com/sluicedata/sluice/schedule"
 )
 
 func init() {
@@ -15,6 +17,7 @@ func init() {
 
 func cmdValidate(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "validate")
+	explain := fs.Bool("explain", false, "print each job's schedule and its next three fire times")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -30,7 +33,7 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 	for _, f := range files {
 		err := f.err
 		if err == nil {
-			err = checkExprs(f.job)
+			err = checkJob(f.job)
 		}
 		if err != nil {
 			fmt.Fprintln(e.stderr, err)
@@ -38,12 +41,38 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 			continue
 		}
 		fmt.Fprintf(e.stdout, "%s: ok (job %s)\n", f.path, f.job.Name)
+		if *explain {
+			explainSchedule(e, f.job)
+		}
 	}
 	if bad > 0 {
 		fmt.Fprintf(e.stderr, "%d of %d files invalid\n", bad, len(files))
 		return errFailed
 	}
 	return nil
+}
+
+// checkJob checks what needs no database: expression syntax and the
+// schedule. All errors of the job are returned together.
+func checkJob(j *plan.Job) error {
+	var errs pos.List
+	errs.Append(j.Pos, checkExprs(j))
+	if _, err := schedule.Parse(j.Schedule, j.ScheduleTZ); err != nil {
+		errs.Append(j.SchedulePos, pos.Errorf(j.SchedulePos, "schedule: %w", err))
+	}
+	return errs.Err()
+}
+
+// explainSchedule prints the job's schedule and next three fire times.
+func explainSchedule(e *env, j *plan.Job) {
+	s, err := schedule.Parse(j.Schedule, j.ScheduleTZ)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(e.stdout, "  schedule: %s\n", s)
+	for _, t := range s.NextN(time.Now(), 3) {
+		fmt.Fprintf(e.stdout, "  next: %s\n", t.Format("2006-01-02 15:04:05 MST (-07:00)"))
+	}
 }
 
 // checkExprs parses every expression of a job (no binding: that needs the

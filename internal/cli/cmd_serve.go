@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
+	"github.com/sluicedata/sluice/serve"
+)
+
+func init() {
+	register(verb{name: "serve", usage: "[flags] DIR|FILE…", short: "run every job on its schedule (cron, @every, continuous) until SIGINT/SIGTERM", run: cmdServe})
+}
+
+func cmdServe(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "serve")
+	conn := fs.String("conn", "", "default connection for jobs that name none")
+	state := fs.String("state", "", "database for run history and job locks (default: the default connection)")
+	listen := fs.String("listen", "", "address for /healthz and /metrics, e.g. :9464 (default: none)")
+	grace := fs.Duration("grace", 30*time.Second, "on SIGINT/SIGTERM, how long running batches may take to commit before they are cancelled")
+	watch := fs.Bool("watch", false, "reload job files when they change (also on SIGHUP)")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	paths, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return fmt.Errorf("%w: name a directory or job files", errUsage)
+	}
+	log, err := serveLogger(e, *logFormat)
+	if err != nil {
+		return err
+	}
+	r := newRunner(e, *conn)
+	r.Log = log
+	defer r.Close()
+	stateURL, err := r.Resolve(*state)
+	if err != nil {
+		return err
+	}
+	store, err := serve.OpenStore(ctx, stateURL, serve.StoreOptions{Log: log})
+	if err != nil {
+		return fmt.Errorf("state database %s: %w", runner.Redact(stateURL), err)
+	}
+	defer store.Close()
+	srv, err := serve.New(serve.Config{
+		Run: func(ctx context.Context, job *plan.Job) (*runner.Result, error) {
+			prep, err := r.Plan(ctx, job)
+			if err != nil {
+				return nil, err
+			}
+			return r.Run(ctx, prep)
+		},
+		Log: log, Locker: store, History: store, Listen: *listen,
+		Lag: lagFunc(r),
+	})
+	if err != nil {
+		return err
+	}
+	reload := func(runCtx context.Context) {
+		defs := loadDefs(runCtx, r, paths)
+		if err := srv.Reload(defs); err != nil {
+			log.Error("reload kept the previous definition of broken files", "err", err)
+		}
+	}
+	reload(ctx)
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	if *listen != "" {
+		log.Info("serving /healthz and /metrics", "addr", srv.Addr())
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	if *watch {
+		go serve.Watch(ctx, nil, time.Second, paths, func() { reload(ctx) })
+	}
+	for {
+		select {
+		case <-hup:
+			log.Info("SIGHUP: reloading job files")
+			reload(ctx)
+		case <-ctx.Done():
+			log.Info("stopping: no new runs; running batches may commit", "grace", grace.String())
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
+			err := srv.Shutdown(sctx)
+			cancel()
+			if errors.Is(err, serve.ErrForcedShutdown) {
+				log.Warn("grace period over: cancelled running batches (their offsets did not move)")
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// loadDefs parses every job file and runs SQL jobs' setup statements once
+// (not on every fire). A file that fails either keeps its old job.
+func loadDefs(ctx context.Context, r *runner.Runner, paths []string) []serve.Def {
+	files, err := serve.JobFiles(paths)
+	if err != nil {
+		return []serve.Def{{File: fmt.Sprint(paths), Err: err}}
+	}
+	loaded, err := loadJobs(files)
+	if err != nil {
+		return []serve.Def{{File: fmt.Sprint(paths), Err: err}}
+	}
+	defs := make([]serve.Def, 0, len(loaded))
+	for _, f := range loaded {
+		d := serve.Def{File: f.path, Job: f.job, Err: f.err}
+		if d.Err == nil {
+			d.Err = checkJob(f.job)
+		}
+		if d.Err == nil {
+			d.Err = r.Setup(ctx, f.job)
+		}
+		if d.Err != nil {
+			d.Job = nil
+		}
+		defs = append(defs, d)
+	}
+	return defs
+}
+
+func serveLogger(e *env, format string) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if v, ok := e.lookup("SLUICE_LOG"); ok {
+		var l slog.Level
+		if l.UnmarshalText([]byte(v)) == nil {
+			opts.Level = l
+		}
+	}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("%w: --log-format is text or json", errUsage)
+}
