@@ -48,7 +48,7 @@ type SourceStage struct {
 	Backend string // registered scheme, e.g. "sqlite"
 	Stream  string
 	Table   string
-	Mode    string // STANDARD or APPEND_ONLY
+	Mode    string // STANDARD, APPEND_ONLY, or CHANGE_FEED (Tablestore: every record, no net changes)
 	// Schema is the stream's schema: metadata columns then table columns
 	// (cdc.StreamSchema of the table), with the table's key.
 	Schema cdc.Schema

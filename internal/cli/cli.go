@@ -19,6 +19,7 @@ import (
 	_ "github.com/sluicedata/sluice/sinks/stdout"
 	_ "github.com/sluicedata/sluice/sources/postgres"
 	_ "github.com/sluicedata/sluice/sources/sqlite"
+	_ "github.com/sluicedata/sluice/sources/tablestore"
 )
 
 // env is what a verb gets: its streams, the process environment and a
