@@ -86,3 +86,29 @@ type SinkStage struct {
 	TableExists bool
 	Merge       *Merge
 }
+
+// RowKey picks the projected columns that name a row in errors and merges:
+// the merge keys, else the source columns of a MERGE's ON, else the
+// target's primary key. It returns their positions in Schema and their
+// names, or nils when one of them is not projected.
+func (st *SinkStage) RowKey(target cdc.Schema) (idx []int, names []string) {
+	cols := st.Keys
+	if st.Merge != nil {
+		cols = nil
+		for _, kp := range st.Merge.On {
+			cols = append(cols, kp.Source)
+		}
+	}
+	if len(cols) == 0 {
+		cols = target.Key
+	}
+	for _, n := range cols {
+		i := st.Schema.Index(n)
+		if i < 0 {
+			return nil, nil
+		}
+		idx = append(idx, i)
+		names = append(names, st.Schema.Columns[i].Name)
+	}
+	return idx, names
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/shopspring/decimal"
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/expr"
 )
 
 // Querier is what the SQL helpers of this package need: a pgx.Tx, a
@@ -52,20 +53,6 @@ func Literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + 
 // char(n), DATE → date, TIMESTAMP → timestamptz, BINARY → bytea.
 func ColumnType(t cdc.Type) string {
 	switch t.Kind {
-	case cdc.KindTinyInt, cdc.KindSmallInt:
-		return "smallint"
-	case cdc.KindInt:
-		return "integer"
-	case cdc.KindBigInt:
-		return "bigint"
-	case cdc.KindBoolean:
-		return "boolean"
-	case cdc.KindFloat:
-		return "real"
-	case cdc.KindDouble:
-		return "double precision"
-	case cdc.KindDecimal:
-		return fmt.Sprintf("numeric(%d,%d)", t.Precision, t.Scale)
 	case cdc.KindVarchar:
 		if t.Length > 0 {
 			return fmt.Sprintf("varchar(%d)", t.Length)
@@ -76,14 +63,9 @@ func ColumnType(t cdc.Type) string {
 			return fmt.Sprintf("char(%d)", t.Length)
 		}
 		return "char"
-	case cdc.KindDate:
-		return "date"
-	case cdc.KindTimestamp:
-		return "timestamptz"
-	case cdc.KindBinary:
-		return "bytea"
 	}
-	return "text"
+	// Every other type is stored as the type expressions CAST to.
+	return expr.PGType(t)
 }
 
 var typmod = regexp.MustCompile(`^([a-z ]+)(?:\((\d+)(?:,(\d+))?\))?(\[\])?$`)

@@ -128,30 +128,9 @@ func (p *Plan) attach(ctx context.Context, conn Querier, job string) (*Tx, error
 	return t, nil
 }
 
-// keyColumns picks the columns that name a row in errors: the merge keys,
-// the MERGE ON source columns, or the target's primary key when projected.
-func (t *Tx) keyColumns() {
-	st := t.p.st
-	names := st.Keys
-	if st.Merge != nil {
-		names = nil
-		for _, kp := range st.Merge.On {
-			names = append(names, kp.Source)
-		}
-	}
-	if len(names) == 0 {
-		names = t.target.Key
-	}
-	for _, n := range names {
-		i := st.Schema.Index(n)
-		if i < 0 {
-			t.keyIdx, t.keyName = nil, nil
-			return
-		}
-		t.keyIdx = append(t.keyIdx, i)
-		t.keyName = append(t.keyName, st.Schema.Columns[i].Name)
-	}
-}
+// keyColumns picks the columns that name a row in errors
+// (plan.SinkStage.RowKey).
+func (t *Tx) keyColumns() { t.keyIdx, t.keyName = t.p.st.RowKey(t.target) }
 
 // Checkpoint returns the job's stored checkpoint, read inside the
 // transaction; ok is false when the job has none.
