@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/shopspring/decimal"
 )
 
 // Sentinel errors of package cdc.
@@ -36,7 +40,10 @@ func (e *ValueError) Error() string {
 		}
 		b.WriteString("), ")
 	}
-	fmt.Fprintf(&b, "column %q: cannot store %s as %s", e.Column, describe(e.Value), e.Type)
+	if e.Column != "" {
+		fmt.Fprintf(&b, "column %q: ", e.Column)
+	}
+	fmt.Fprintf(&b, "cannot store %s as %s", describe(e.Value), e.Type)
 	if e.Reason != "" {
 		b.WriteString(": " + e.Reason)
 	}
@@ -52,11 +59,23 @@ func describe(v any) string {
 		return "NULL"
 	case string:
 		if len(x) > 40 {
-			x = x[:40] + "…"
+			n := 40
+			for n > 0 && !utf8.RuneStart(x[n]) { // cut on a character boundary
+				n--
+			}
+			x = x[:n] + "…"
 		}
 		return fmt.Sprintf("%q (text)", x)
 	case []byte:
 		return fmt.Sprintf("%d bytes", len(x))
+	case decimal.Decimal:
+		// With its own scale: 3000.00, not %v's 3000.
+		if e := x.Exponent(); e < 0 {
+			return x.StringFixed(-e) + " (decimal)"
+		}
+		return x.String() + " (decimal)"
+	case time.Time:
+		return FormatTimestamp(x) + " (timestamp)"
 	default:
 		return fmt.Sprintf("%v (%T)", v, v)
 	}

@@ -124,12 +124,13 @@ var typeAliases = map[string]Kind{
 // parameters.
 func ParseType(s string) (Type, error) {
 	s = strings.TrimSpace(s)
-	name, args := s, ""
+	name, args, paren := s, "", false
 	if i := strings.IndexByte(s, '('); i >= 0 {
 		if !strings.HasSuffix(s, ")") {
 			return Type{}, fmt.Errorf("%w: %q: missing ')'", ErrBadType, s)
 		}
 		name, args = strings.TrimSpace(s[:i]), s[i+1:len(s)-1]
+		paren = true
 	}
 	if strings.EqualFold(name, "DOUBLE PRECISION") {
 		name = "DOUBLE"
@@ -139,6 +140,9 @@ func ParseType(s string) (Type, error) {
 		return Type{}, fmt.Errorf("%w %q (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, BINARY)", ErrUnknownType, name)
 	}
 	t := Type{Kind: k}
+	if paren && strings.TrimSpace(args) == "" {
+		return Type{}, fmt.Errorf("%w: %q: empty parameter list", ErrBadType, s)
+	}
 	var nums []int
 	if args != "" {
 		for _, a := range strings.Split(args, ",") {

@@ -56,6 +56,8 @@ func Coerce(v any, t Type) (any, error) {
 			case "false", "f", "0":
 				return false, nil
 			}
+		case []byte:
+			return Coerce(string(x), t)
 		}
 		return bad("not a boolean")
 	case t.Kind == KindFloat || t.Kind == KindDouble:
@@ -86,7 +88,12 @@ func Coerce(v any, t Type) (any, error) {
 		if err != nil {
 			return bad(err.Error())
 		}
-		return FitDecimal(d, t)
+		r, err := FitDecimal(d, t)
+		if err != nil {
+			// Name the value as given, not its decimal form.
+			return bad(err.(*ValueError).Reason)
+		}
+		return r, nil
 	case t.Kind.IsText():
 		switch x := v.(type) {
 		case string:
@@ -270,7 +277,7 @@ func ParseTimestamp(s string) (time.Time, error) {
 // FormatValue renders a canonical value as text for display and for the text
 // storage of SQLite: NULL as "NULL"; DECIMAL with exactly t.Scale fractional
 // digits (1500 at scale 2 is "1500.00"); a decimal of unknown scale with its
-// own digits; TIMESTAMP as "2006-01-02 15:04:05.999999-07:00" (zone kept,
+// own digits; TIMESTAMP as "2006-01-02 15:04:05.999999999-07:00" (zone kept,
 // fraction trimmed); DATE as "2006-01-02"; BINARY as lower-case hex with a
 // "0x" prefix; floats in the shortest form that round-trips.
 func FormatValue(v any, t Type) string {

@@ -70,10 +70,17 @@ type Error struct {
 }
 
 // Errorf returns an *Error at p with a formatted message. A %w verb in format
-// sets Err.
+// sets Err; with several %w verbs Err wraps them all.
 func Errorf(p Pos, format string, args ...any) *Error {
 	e := fmt.Errorf(format, args...)
-	return &Error{Pos: p, Msg: e.Error(), Err: errors.Unwrap(e)}
+	var cause error
+	switch u := e.(type) {
+	case interface{ Unwrap() error }:
+		cause = u.Unwrap()
+	case interface{ Unwrap() []error }:
+		cause = e // its Unwrap exposes every %w operand
+	}
+	return &Error{Pos: p, Msg: e.Error(), Err: cause}
 }
 
 // Error formats "file:line:col: message".
