@@ -26,6 +26,10 @@ var (
 	// ErrConsuming: a SQL job file without, or with more than one,
 	// consuming statement, or with statements after it.
 	ErrConsuming = errors.New("consuming statement")
+	// ErrNoConsuming: a SQL file without a consuming statement — a script
+	// of statements (for `sluice sql -f`), not a job. It wraps
+	// ErrConsuming.
+	ErrNoConsuming = fmt.Errorf("no %w", ErrConsuming)
 	// ErrMissingEnv: ExpandEnv found a ${VAR} that is not set.
 	ErrMissingEnv = errors.New("missing environment variable")
 )

@@ -64,7 +64,7 @@ func ParseSQL(file string, src []byte) (*plan.Job, error) {
 		}
 	}
 	if consumer < 0 {
-		errs = append(errs, errAt(s.pos(len(text)), ErrConsuming,
+		errs = append(errs, errAt(s.pos(len(text)), ErrNoConsuming,
 			"no consuming statement: a SQL job needs INSERT INTO t SELECT … FROM stream or MERGE INTO t USING stream …"))
 	}
 

@@ -1,6 +1,6 @@
--- The seed's orders table (seeds/000), with change tracking and two table
--- streams: one for the append job, one for the MERGE job. STANDARD streams
--- need a primary key, which the seed's table leaves out.
+-- The seed's orders table (seeds/000), with change tracking and one table
+-- stream per job: the append job, the MERGE job and jobs/orders_replica.yaml.
+-- STANDARD streams need a primary key, which the seed's table leaves out.
 CREATE TABLE IF NOT EXISTS orders (
   id INT,
   name STRING,
@@ -18,6 +18,10 @@ INSERT INTO orders VALUES
 CREATE TABLE STREAM orders_stream ON TABLE orders
   WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');
 CREATE TABLE STREAM orders_merge_stream ON TABLE orders
+  WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD', 'SHOW_INITIAL_ROWS' = 'TRUE');
+-- The checked-in job jobs/orders_replica.yaml reads its own stream: a
+-- stream is one offset, so each job consumes its own.
+CREATE TABLE STREAM orders_replica_stream ON TABLE orders
   WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD', 'SHOW_INITIAL_ROWS' = 'TRUE');
 
 CREATE TABLE IF NOT EXISTS orders_target (

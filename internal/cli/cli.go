@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/sluicedata/sluice/runner"
 
@@ -107,14 +108,24 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Run 'sluice <command> --help' for a command's flags.")
 }
 
-// flags returns a flag set for verb v whose --help prints the verb's usage.
+// helpOuts maps a verb's flag set to standard output, for --help.
+var helpOuts sync.Map
+
+func helpOut(fs *flag.FlagSet) io.Writer {
+	w, _ := helpOuts.Load(fs)
+	return w.(io.Writer)
+}
+
+// flags returns a flag set for verb v whose --help prints the verb's usage
+// (to standard output; flag errors go to standard error).
 func flags(e *env, v string) *flag.FlagSet {
 	fs := flag.NewFlagSet("sluice "+v, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	helpOuts.Store(fs, e.stdout)
 	fs.Usage = func() {
 		for _, vb := range verbs {
 			if vb.name == v {
-				fmt.Fprintf(e.stderr, "Usage: sluice %s %s\n\n%s\n\nFlags:\n", v, vb.usage, vb.short)
+				fmt.Fprintf(fs.Output(), "Usage: sluice %s %s\n\n%s\n\nFlags:\n", v, vb.usage, vb.short)
 			}
 		}
 		fs.PrintDefaults()
@@ -123,8 +134,18 @@ func flags(e *env, v string) *flag.FlagSet {
 }
 
 // parse parses flags that may appear before or after positional
-// arguments and returns the positional ones.
+// arguments and returns the positional ones. Asked for --help, it prints
+// the usage to standard output.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	defer helpOuts.Delete(fs)
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(helpOut(fs))
+		}
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -105,11 +105,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 // loadDefs parses every job file and runs SQL jobs' setup statements once
 // (not on every fire). A file that fails either keeps its old job.
 func loadDefs(ctx context.Context, r *runner.Runner, paths []string) []serve.Def {
-	files, err := serve.JobFiles(paths)
-	if err != nil {
-		return []serve.Def{{File: fmt.Sprint(paths), Err: err}}
-	}
-	loaded, err := loadJobs(files)
+	loaded, err := loadJobs(paths)
 	if err != nil {
 		return []serve.Def{{File: fmt.Sprint(paths), Err: err}}
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/pos"
 )
 
 // jobFile is one job file's parse result.
@@ -28,13 +30,15 @@ func isJobFile(name string) bool {
 }
 
 // jobPaths expands the arguments: files as given, directories to their job
-// files (*.yaml, *.yml, *.sql; not recursive), sorted.
-func jobPaths(args []string) ([]string, error) {
-	var out []string
+// files (*.yaml, *.yml, *.sql; not recursive; dotfiles and Kubernetes
+// ConfigMap "..data" entries skipped), sorted. fromDir tells which
+// paths came from a directory.
+func jobPaths(args []string) (out []string, fromDir map[string]bool, err error) {
+	fromDir = map[string]bool{}
 	for _, a := range args {
 		st, err := os.Stat(a)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !st.IsDir() {
 			out = append(out, a)
@@ -42,26 +46,45 @@ func jobPaths(args []string) ([]string, error) {
 		}
 		ents, err := os.ReadDir(a)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var files []string
 		for _, ent := range ents {
-			if !ent.IsDir() && isJobFile(ent.Name()) {
+			if !ent.IsDir() && isJobFile(ent.Name()) && !strings.HasPrefix(ent.Name(), ".") {
 				files = append(files, filepath.Join(a, ent.Name()))
 			}
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("%s: no job files (*.yaml, *.yml, *.sql)", a)
+			return nil, nil, fmt.Errorf("%s: no job files (*.yaml, *.yml, *.sql)", a)
 		}
 		slices.Sort(files)
+		for _, f := range files {
+			fromDir[f] = true
+		}
 		out = append(out, files...)
 	}
-	return out, nil
+	return out, fromDir, nil
 }
 
-// loadJobs reads and parses every job file named by args.
+// isScript reports whether a parse error says only that a SQL file has no
+// consuming statement: a script for `sluice sql -f`, not a job.
+func isScript(err error) bool {
+	var list pos.List
+	if !errors.As(err, &list) || len(list) == 0 {
+		return false
+	}
+	for _, e := range list {
+		if !errors.Is(e, dsl.ErrNoConsuming) {
+			return false
+		}
+	}
+	return true
+}
+
+// loadJobs reads and parses every job file named by args. In a directory,
+// SQL scripts without a consuming statement (setup scripts) are skipped.
 func loadJobs(args []string) ([]jobFile, error) {
-	paths, err := jobPaths(args)
+	paths, fromDir, err := jobPaths(args)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +96,9 @@ func loadJobs(args []string) ([]jobFile, error) {
 			continue
 		}
 		job, err := dsl.ParseJob(p, src)
+		if err != nil && fromDir[p] && isScript(err) {
+			continue
+		}
 		out = append(out, jobFile{path: p, job: job, err: err})
 	}
 	return out, nil

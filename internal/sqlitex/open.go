@@ -72,8 +72,9 @@ func cutScheme(u string) (string, bool) {
 // Open opens (creating the file if needed) the database at loc with
 // database/sql and the modernc driver. Every connection runs with
 // journal_mode=WAL (file databases), busy_timeout=BusyTimeout,
-// foreign_keys=ON and recursive_triggers=ON (so that REPLACE conflict
-// resolution fires delete triggers, which change capture relies on).
+// foreign_keys=ON, recursive_triggers=ON (so that REPLACE conflict
+// resolution fires delete triggers, which change capture relies on), and
+// double-quoted string literals off (a "name" is always an identifier).
 // Registered SQL functions (RegisterFunctions) are available on every
 // connection. A :memory: database is one shared in-memory database per Open
 // (all pool connections see it), gone when the *sql.DB is closed.
@@ -82,6 +83,10 @@ func Open(ctx context.Context, loc Location) (*sql.DB, error) {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "recursive_triggers(1)")
+	// A double-quoted name that matches no column is an error, not a
+	// string literal (SQLite's legacy fallback would make a misspelled
+	// column in WHERE silently compare a constant).
+	q.Add("_dqs", "0")
 	var dsn string
 	if loc.Memory {
 		var b [8]byte
