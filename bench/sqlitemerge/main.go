@@ -235,7 +235,11 @@ sink: {table: replica, mode: merge, keys: [id]`+sink+`}
 		if err != nil {
 			return result{}, err
 		}
-		r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: "sqlite:" + path, BatchSize: *batch}
+		log := slog.New(slog.DiscardHandler)
+		if os.Getenv("SLUICE_LOG") == "debug" {
+			log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
+		r := &runner.Runner{Log: log, Conn: "sqlite:" + path, BatchSize: *batch}
 		defer r.Close()
 		res, err := r.RunJob(ctx, job)
 		if err != nil {

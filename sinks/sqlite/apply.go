@@ -45,6 +45,7 @@ type stmt struct {
 type Apply struct {
 	table string
 	st    *plan.SinkStage
+	full  bool // the relation carries only full rows (ApplyOptions.FullRows)
 	stmts []stmt
 	merge *mergeInto // SQL MERGE jobs: what the cardinality error needs
 }
@@ -72,6 +73,21 @@ func (a *Apply) Steps() []plan.Step {
 // evaluates the WHEN clauses into a TEMP table, checks that no target row is
 // touched twice, then runs one statement per clause.
 func CompileApply(st *plan.SinkStage, target cdc.Schema, relation string) (*Apply, error) {
+	return CompileApplyWith(st, target, relation, ApplyOptions{})
+}
+
+// ApplyOptions tell CompileApplyWith what the caller knows of the
+// relation.
+type ApplyOptions struct {
+	// FullRows: every row of the relation carries every column (__present
+	// is NULL), as a table stream of a SQL database produces. A merge then
+	// collapses each key to its last change with one window pass and skips
+	// the partial-row statements.
+	FullRows bool
+}
+
+// CompileApplyWith is CompileApply with options.
+func CompileApplyWith(st *plan.SinkStage, target cdc.Schema, relation string, opt ApplyOptions) (*Apply, error) {
 	if len(target.Columns) == 0 {
 		target = cdc.Schema{Columns: st.Schema.Columns, Key: st.Keys}
 	}
@@ -89,13 +105,14 @@ func CompileApply(st *plan.SinkStage, target cdc.Schema, relation string) (*Appl
 	for i, c := range st.Schema.Columns {
 		rel[i] = c.Type
 	}
-	return compileApply(st, rel, tt, relation)
+	a, err := compileApply(st, rel, tt, relation, opt.FullRows)
+	return a, err
 }
 
 // compileApply compiles append or merge statements for a relation whose
 // projected columns have types rel, into target columns of types tt.
-func compileApply(st *plan.SinkStage, rel, tt []cdc.Type, relation string) (*Apply, error) {
-	a := &Apply{table: st.Table, st: st}
+func compileApply(st *plan.SinkStage, rel, tt []cdc.Type, relation string, full bool) (*Apply, error) {
+	a := &Apply{table: st.Table, st: st, full: full}
 	if st.Mode != plan.ModeMerge {
 		a.compileAppend(rel, tt, relation)
 		return a, nil
@@ -199,6 +216,11 @@ func (a *Apply) compileMerge(rel, tt []cdc.Type, relation string) {
 	}
 	kl := strings.Join(keys, ", ")
 	order := fmt.Sprintf("ORDER BY %s, %s", colVer, colOrd)
+	kt := keyTextSQL(s, a.st.Keys, "")
+	if a.full {
+		a.compileMergeFull(rel, tt, relation, kl, kt, isKey)
+		return
+	}
 
 	// Layer 1: sequence and segment number ("grp" counts the rows that
 	// reset a key's columns: DELETEs and full rows) per key.
@@ -220,7 +242,6 @@ func (a *Apply) compileMerge(rel, tt []cdc.Type, relation string) {
 	fmt.Fprintf(&l3, " FROM (%s) AS __l WHERE __s_grp = __s_maxgrp WINDOW __s_k AS (PARTITION BY %s)", l2, kl)
 
 	// Outer: one row per key, values fitted to the target types.
-	kt := keyTextSQL(s, a.st.Keys, "")
 	var out strings.Builder
 	out.WriteString("SELECT ")
 	for i, c := range s.Columns {
@@ -246,10 +267,32 @@ func (a *Apply) compileMerge(rel, tt []cdc.Type, relation string) {
 	}
 	fmt.Fprintf(&out, ", %s AS %s FROM (%s) GROUP BY %s", present, colPresent, l3.String(), kl)
 
+	a.applyNet(out.String(), "collapse to the net change per key (last in commit order; UPDATE_BEFORE ignored)", kl, isKey, true)
+}
+
+// compileMergeFull collapses a relation of full rows: each key takes its
+// last change in commit order (one window pass); a full row replaces every
+// column, so nothing needs the partial-row statements.
+func (a *Apply) compileMergeFull(rel, tt []cdc.Type, relation, kl, kt string, isKey []bool) {
+	s := a.st.Schema
+	var out strings.Builder
+	out.WriteString("SELECT ")
+	for i, c := range s.Columns {
+		fmt.Fprintf(&out, "%s AS %s, ", fitExpr(sqlitex.Quote(c.Name), rel[i], tt[i], c.Name, kt), sqlitex.Quote(c.Name))
+	}
+	fmt.Fprintf(&out, "%[1]s, 0 AS __reset, NULL AS %[2]s FROM (SELECT *, row_number() OVER (PARTITION BY %[3]s ORDER BY %[4]s DESC, %[5]s DESC) AS __s_rn "+
+		"FROM %[6]s AS __r WHERE %[1]s <> 'UPDATE_BEFORE') WHERE __s_rn = 1", colOp, colPresent, kl, colVer, colOrd, relation)
+	a.applyNet(out.String(), "keep the last change per key in commit order (UPDATE_BEFORE ignored)", kl, isKey, false)
+}
+
+// applyNet adds the statements that materialize the net change per key
+// (query) and apply it: delete, then partial rows (when partial), then
+// upsert full rows.
+func (a *Apply) applyNet(query, what, kl string, isKey []bool, partial bool) {
+	s := a.st.Schema
 	net := "temp." + netTable
 	a.add(kindExec, "drop a leftover net-change table", "DROP TABLE IF EXISTS "+net)
-	a.add(kindExec, "collapse to the net change per key (last in commit order; UPDATE_BEFORE ignored)",
-		fmt.Sprintf("CREATE TEMP TABLE %s AS %s", netTable, out.String()))
+	a.add(kindExec, what, fmt.Sprintf("CREATE TEMP TABLE %s AS %s", netTable, query))
 	a.add(kindCount, "count the net changes by change type",
 		fmt.Sprintf("SELECT %s, count(*) FROM %s GROUP BY %s", colOp, net, colOp))
 
@@ -271,7 +314,7 @@ func (a *Apply) compileMerge(rel, tt []cdc.Type, relation string) {
 		pvals = append(pvals, fmt.Sprintf("CASE WHEN substr(%s, %d, 1) = '1' THEN %s END", colPresent, i+1, q))
 	}
 	cl := strings.Join(cols, ", ")
-	if len(psets) > 0 {
+	if partial && len(psets) > 0 {
 		a.add(kindExec, "update existing keys from partial rows (only the carried columns)",
 			fmt.Sprintf("UPDATE %s AS __t SET %s FROM %s AS __n WHERE __n.%s <> 'DELETE' AND __n.%s IS NOT NULL AND %s",
 				t, strings.Join(psets, ", "), net, colOp, colPresent, strings.Join(on, " AND ")))

@@ -70,7 +70,8 @@ func (b *Backend) Pushdown(ctx context.Context, p *plan.Plan, s *runner.StreamIn
 	if !exists {
 		target = cdc.Schema{}
 	}
-	apply, err := sinksqlite.CompileApply(&p.Sink, target, relation)
+	// A SQLite table stream yields full rows only.
+	apply, err := sinksqlite.CompileApplyWith(&p.Sink, target, relation, sinksqlite.ApplyOptions{FullRows: true})
 	if err != nil {
 		return nil, err
 	}
@@ -181,9 +182,15 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner
 	if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS temp."+pushTable); err != nil {
 		return runner.Stats{}, from, from, fmt.Errorf("pushdown %s: %w", job, err)
 	}
+	t0 := time.Now()
+	var tRead, tApply time.Duration
+	defer func() {
+		b.log.Debug("pushdown phases", "job", job, "read", tRead, "apply", tApply, "total", time.Since(t0))
+	}()
 	if _, err := conn.ExecContext(ctx, "CREATE TEMP TABLE "+pushTable+" AS SELECT * FROM ("+read+")", args...); err != nil {
 		return runner.Stats{}, from, from, fmt.Errorf("pushdown %s: read stream %s: %w", job, info.Name, err)
 	}
+	tRead = time.Since(t0)
 	stats := runner.Stats{Read: map[cdc.Op]int64{}}
 	if err := countOps(ctx, conn, pushCountSQL, stats.Read); err != nil {
 		return runner.Stats{}, from, from, err
@@ -191,6 +198,7 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner
 	if err := tx.ApplyRelation(ctx, pp.relation); err != nil {
 		return runner.Stats{}, from, from, err
 	}
+	tApply = time.Since(t0) - tRead
 	w, err := tx.Commit(ctx, runner.Checkpoint{Job: job, Stream: info.Name, StreamID: info.ID, Offset: to, Updated: time.Now().UTC()})
 	if err != nil {
 		return runner.Stats{}, from, from, err
