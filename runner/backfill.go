@@ -1,85 +1,5 @@
 package runner
 
-// Backfill: `sluice backfill JOB`, the run-once path for new targets.
-//
-// # What it does
-//
-// Runner.Backfill copies the rows of the job's source table, as of one
-// snapshot, to the job's sink as INSERT changes, in primary-key order, in
-// chunks of BackfillOptions.Chunk rows (a keyset scan, so memory is bounded
-// by one chunk whatever the table's size). Each chunk goes through the
-// plan's filter and projection exactly as a run's changes do (the filter
-// sees __change_type = 'INSERT') and is committed in its own sink
-// transaction (SinkPlan.Begin … SinkTx.Commit) together with the backfill's
-// state. The last chunk's transaction stores the hand-off checkpoint
-// instead; then the stream's offset is advanced to it.
-//
-// # Where the state lives
-//
-// The state (stream id, snapshot offsets, last key copied, rows, chunks,
-// start time, whether the backfill created the target) is JSON stored as
-// partition BackfillPartition of the job's checkpoint offset — the
-// checkpoint row every sink already commits atomically with the rows
-// (sluice_checkpoints / sluice.checkpoints). This needs no change to the
-// sinks (SinkTx has no way to run other SQL in its transaction), and a
-// chunk's rows and the state that covers them are one commit: a failed or
-// interrupted chunk commits neither. While a backfill is incomplete the
-// checkpoint holds no "" position, so a stream read from it fails
-// (BackfillInProgress tells runs why). Each chunk transaction re-reads the
-// checkpoint and fails if it is not the one the backfill last wrote, so two
-// backfills of one job (or a run in between) cannot interleave.
-//
-// # Hand-off (no gap, no duplicate)
-//
-// A snapshot S has an offset O(S): the read point a stream read from the
-// job's position would produce in S's transaction (Snapshotter). The rows
-// S shows are the table's state at O(S): every change at or before O(S)
-// is in them and every later change is after O(S) in the stream. When the
-// copy completes, the job's checkpoint becomes O(S) of the snapshot the
-// copy finished with, in the same transaction as the last chunk, and the
-// stream's offset is moved there (compare-and-set, only if it is still
-// where it was when the backfill started). The next run reads exactly the
-// changes after O(S) — every change committed during the backfill, once.
-//
-// # Resume after an interruption
-//
-// An uninterrupted backfill uses one snapshot S1 and hands off at O1. After
-// an interruption with keys up to K copied as of O1, a new snapshot S2 (O2
-// at or after O1) continues after K. Before it copies anything, it catches
-// the rows at or before K up from O1 to O2: the stream's changes in
-// (O1, O2] for keys <= K (SnapshotReader.Catchup, read in S2, filtered by
-// key in SQL) are filtered, projected and written in one sink transaction
-// that also records O2 as the state's snapshot. Every key is then at O2
-// and the backfill hands off at O2. (Handing off at O1 with rows after K
-// copied as of O2 would be wrong even for merge targets: a key inserted in
-// (O1, O2] and deleted after O2 has no net change after O1, so it would
-// stay in the target; a key changed and changed back likewise.)
-//
-// For a merge target (mode merge) this is exact: every key ends in the
-// same state as after an uninterrupted backfill followed by a run, only
-// the batching of net changes differs (as between one run and two).
-//
-// For append-style targets (append, overwrite, errorifexists, ignore) and
-// SQL MERGE INTO jobs, Backfill refuses to resume (ErrBackfillResume):
-// nothing would be applied twice, but the changes in (O1, O2] to keys
-// after K would be folded into those rows' snapshot values instead of
-// arriving as change rows, so the target would not be what an
-// uninterrupted backfill produces (for MERGE INTO, user clauses need not
-// be idempotent). Restart instead: `sluice backfill --restart JOB`
-// (BackfillOptions.Restart) starts over with a new snapshot and, in the
-// first chunk's transaction, deletes every row of the target (mode
-// overwrite) — allowed only when the backfill created the target (all its
-// rows are the partial copy) or the job's mode is overwrite anyway. For a
-// target that existed before, delete the copied rows (or drop the target)
-// yourself, then restart.
-//
-// # Refusals
-//
-// A job that already has a checkpoint for its stream (it has run, or was
-// backfilled) is refused with ErrAlreadyConsumed: backfill is for a target
-// that has not consumed the stream yet. Stdout sinks, sources that are not
-// Snapshotters and tables without a primary key are refused too.
-
 import (
 	"context"
 	"encoding/hex"
@@ -87,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/sluicedata/sluice/cdc"
@@ -116,8 +37,8 @@ type BackfillOptions struct {
 	// Chunk is the number of source rows per chunk (one sink transaction
 	// each); 0 → DefaultBackfillChunk.
 	Chunk int
-	// Restart discards an incomplete backfill and starts over (see the
-	// package's backfill documentation for when it is allowed).
+	// Restart discards an incomplete backfill and starts over (see
+	// Runner.Backfill for when it is allowed).
 	Restart bool
 	// Progress, when set, is called after every committed chunk (and after
 	// a resume's catch-up) on the goroutine running Backfill. Cancelling
@@ -128,7 +49,7 @@ type BackfillOptions struct {
 // BackfillProgress reports a committed step of a backfill.
 type BackfillProgress struct {
 	Job     string
-	Phase   string // "catchup", "copy" or "done"
+	Phase   string // "start", "catchup", "copy" or "done"
 	Total   int64  // rows in the current snapshot
 	Rows    int64  // source rows copied, by every attempt of this backfill
 	Chunks  int    // chunks committed by this call
@@ -152,22 +73,14 @@ type BackfillResult struct {
 
 // BackfillPlan is what `sluice backfill --dry-run` shows.
 type BackfillPlan struct {
-	// Plan is the job's plan with the backfill's steps.
-	Plan *plan.Plan
-	// Rows is the number of rows in the snapshot (the whole table).
-	Rows int64
-	// Offset is the snapshot's offset (where the stream would be handed off
-	// if the copy finished with this snapshot).
-	Offset cdc.Offset
-	// Chunk is the chunk size.
-	Chunk int
-	// Resume is true when an incomplete backfill would be continued;
-	// Copied and LastKey then tell how far it got.
-	Resume  bool
-	Copied  int64
+	Plan    *plan.Plan // the job's plan with the backfill's steps
+	Rows    int64      // rows in the snapshot (the whole table)
+	Offset  cdc.Offset // the snapshot's offset: the hand-off if the copy finished with it
+	Chunk   int        // rows per chunk
+	Resume  bool       // an incomplete backfill would continue after LastKey
+	Copied  int64      // rows it copied so far
 	LastKey []any
-	// Skipped is why a backfill would do nothing.
-	Skipped string
+	Skipped string // why a backfill would do nothing
 }
 
 // BackfillInProgress returns an error wrapping ErrBackfillInProgress when
@@ -212,6 +125,8 @@ type backfill struct {
 	wipe    bool       // restart: the first chunk deletes the target's rows
 	from    cdc.Offset // the offset the snapshot is taken relative to
 	skipped string
+	keyIdx  []int      // primary key columns in the table schema
+	keyT    []cdc.Type // and their types
 }
 
 func (r *Runner) newBackfill(ctx context.Context, prep *Prepared, opt BackfillOptions) (*backfill, error) {
@@ -235,6 +150,10 @@ func (r *Runner) newBackfill(ctx context.Context, prep *Prepared, opt BackfillOp
 		return nil, fmt.Errorf("table %s has no primary key: a backfill pages through it by key", info.Table)
 	}
 	b.info = info
+	b.keyIdx, _ = info.TableSchema.KeyIndexes()
+	for _, k := range b.keyIdx {
+		b.keyT = append(b.keyT, info.TableSchema.Columns[k].Type)
+	}
 	b.merge = p.Sink.Mode == plan.ModeMerge && p.Sink.Merge == nil
 	if err := b.load(ctx); err != nil {
 		return nil, err
@@ -309,6 +228,9 @@ func (b *backfill) load(ctx context.Context) error {
 			b.state = b.fresh(old.CreatedTarget || !exists)
 			return nil
 		}
+		if !exists {
+			return fmt.Errorf("job %s: %w: target %s no longer exists, so the %d rows copied before the interruption are gone; start over with `sluice backfill --restart %s`", b.job, ErrBackfillResume, st.Table, old.Rows, b.job)
+		}
 		if !b.merge {
 			return fmt.Errorf("job %s: %w: %d rows were copied before the interruption; continuing from a new snapshot would fold the changes made since into the remaining rows of an append-style target (mode %s) instead of appending them as change rows. Start over with `sluice backfill --restart %s` (deletes the partial copy when the backfill created target %s)", b.job, ErrBackfillResume, old.Rows, b.prep.Plan.Sink.Mode, b.job, st.Table)
 		}
@@ -332,13 +254,94 @@ func (b *backfill) fresh(created bool) *backfillState {
 	return &backfillState{V: 1, StreamID: b.info.ID, From: b.info.Offset.Encode(), Started: time.Now().UTC(), CreatedTarget: created}
 }
 
-// Backfill copies the job's source table to its sink and hands off to the
-// stream (see the package's backfill documentation). prep comes from Plan.
-// It returns what it did; on error nothing of the failing chunk is
-// committed (earlier chunks are, and a later call resumes after them —
-// see ErrBackfillResume). Errors naming a row carry its key. Refusals:
-// ErrNoSnapshot, ErrAlreadyConsumed, ErrBackfillResume, ErrBackfillRestart;
-// a concurrent change of the job's checkpoint is ErrCheckpointMoved.
+// Backfill is `sluice backfill JOB`, the run-once path for new targets:
+// it copies the job's source table to its sink and hands off to the
+// stream. prep comes from Plan. It returns what it did; on error nothing of
+// the failing chunk is committed (earlier chunks are, and a later call
+// resumes after them). Errors naming a row carry its key. Refusals wrap
+// ErrNoSnapshot, ErrAlreadyConsumed, ErrBackfillResume or
+// ErrBackfillRestart; a concurrent change of the job's checkpoint wraps
+// ErrCheckpointMoved.
+//
+// # What it does
+//
+// Runner.Backfill copies the rows of the job's source table, as of one
+// snapshot, to the job's sink as INSERT changes, in primary-key order, in
+// chunks of BackfillOptions.Chunk rows (a keyset scan, so memory is bounded
+// by one chunk whatever the table's size). Each chunk goes through the
+// plan's filter and projection exactly as a run's changes do (the filter
+// sees __change_type = 'INSERT') and is committed in its own sink
+// transaction (SinkPlan.Begin … SinkTx.Commit) together with the backfill's
+// state. The last chunk's transaction stores the hand-off checkpoint
+// instead; then the stream's offset is advanced to it.
+//
+// # Where the state lives
+//
+// The state (stream id, snapshot offsets, last key copied, rows, chunks,
+// start time, whether the backfill created the target) is JSON stored as
+// partition BackfillPartition of the job's checkpoint offset — the
+// checkpoint row every sink already commits atomically with the rows
+// (sluice_checkpoints / sluice.checkpoints). This needs no change to the
+// sinks (SinkTx has no way to run other SQL in its transaction), and a
+// chunk's rows and the state that covers them are one commit: a failed or
+// interrupted chunk commits neither. While a backfill is incomplete the
+// checkpoint holds no "" position, so a stream read from it fails; runs
+// should refuse it up front with BackfillInProgress (and must not run the
+// job meanwhile: a run would consume the stream for an incomplete
+// target). Each chunk transaction re-reads the
+// checkpoint and fails if it is not the one the backfill last wrote, so two
+// backfills of one job (or a run in between) cannot interleave.
+//
+// # Hand-off (no gap, no duplicate)
+//
+// A snapshot S has an offset O(S): the read point a stream read from the
+// job's position would produce in S's transaction (Snapshotter). The rows
+// S shows are the table's state at O(S): every change at or before O(S)
+// is in them and every later change is after O(S) in the stream. When the
+// copy completes, the job's checkpoint becomes O(S) of the snapshot the
+// copy finished with, in the same transaction as the last chunk, and the
+// stream's offset is moved there (compare-and-set, only if it is still
+// where it was when the backfill started). The next run reads exactly the
+// changes after O(S) — every change committed during the backfill, once.
+//
+// # Resume after an interruption
+//
+// An uninterrupted backfill uses one snapshot S1 and hands off at O1. After
+// an interruption with keys up to K copied as of O1, a new snapshot S2 (O2
+// at or after O1) continues after K. Before it copies anything, it catches
+// the rows at or before K up from O1 to O2: the stream's changes in
+// (O1, O2] for keys <= K (SnapshotReader.Catchup, read in S2, filtered by
+// key in SQL) are filtered, projected and written in one sink transaction
+// that also records O2 as the state's snapshot. Every key is then at O2
+// and the backfill hands off at O2. (Handing off at O1 with rows after K
+// copied as of O2 would be wrong even for merge targets: a key inserted in
+// (O1, O2] and deleted after O2 has no net change after O1, so it would
+// stay in the target; a key changed and changed back likewise.)
+//
+// For a merge target (mode merge) this is exact: every key ends in the
+// same state as after an uninterrupted backfill followed by a run, only
+// the batching of net changes differs (as between one run and two).
+//
+// For append-style targets (append, overwrite, errorifexists, ignore) and
+// SQL MERGE INTO jobs, Backfill refuses to resume (ErrBackfillResume):
+// nothing would be applied twice, but the changes in (O1, O2] to keys
+// after K would be folded into those rows' snapshot values instead of
+// arriving as change rows, so the target would not be what an
+// uninterrupted backfill produces (for MERGE INTO, user clauses need not
+// be idempotent). Restart instead: `sluice backfill --restart JOB`
+// (BackfillOptions.Restart) starts over with a new snapshot and, in the
+// first chunk's transaction, deletes every row of the target (mode
+// overwrite) — allowed only when the backfill created the target (all its
+// rows are the partial copy) or the job's mode is overwrite anyway. For a
+// target that existed before, delete the copied rows (or drop the target)
+// yourself, then restart.
+//
+// # Refusals
+//
+// A job that already has a checkpoint for its stream (it has run, or was
+// backfilled) is refused with ErrAlreadyConsumed: backfill is for a target
+// that has not consumed the stream yet. Stdout sinks, sources that are not
+// Snapshotters and tables without a primary key are refused too.
 func (r *Runner) Backfill(ctx context.Context, prep *Prepared, opt BackfillOptions) (res *BackfillResult, err error) {
 	res = &BackfillResult{Job: prep.Plan.Job.Name, Start: time.Now().UTC(), Written: map[cdc.Op]int64{}}
 	defer func() {
@@ -374,6 +377,7 @@ func (r *Runner) Backfill(ctx context.Context, prep *Prepared, opt BackfillOptio
 	if err != nil {
 		return res, err
 	}
+	b.progress(ctx, "start", total, res, after)
 	if b.resume && b.state.Snapshot != off.Encode() {
 		if err := b.catchup(ctx, snap, after, res); err != nil {
 			return res, err
@@ -385,16 +389,17 @@ func (r *Runner) Backfill(ctx context.Context, prep *Prepared, opt BackfillOptio
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		start := after
 		rows, err := snap.Chunk(ctx, after, b.opt.Chunk)
-		if err != nil {
-			return res, err
-		}
 		final := len(rows) < b.opt.Chunk
-		if len(rows) > 0 {
+		if err == nil && len(rows) > 0 {
 			after = b.keyOf(rows[len(rows)-1].Row)
 		}
-		if err := b.commitChunk(ctx, rows, after, final, off, res); err != nil {
-			return res, fmt.Errorf("chunk after key %v: %w", after, err)
+		if err == nil {
+			err = b.commitChunk(ctx, rows, after, final, off, res)
+		}
+		if err != nil {
+			return res, fmt.Errorf("chunk after key %v: %w", start, err)
 		}
 		if final {
 			break
@@ -447,8 +452,8 @@ func (b *backfill) commit(ctx context.Context, tx SinkTx, off cdc.Offset, res *B
 	return nil
 }
 
-func (b *backfill) stateOffset() cdc.Offset {
-	js, err := json.Marshal(b.state)
+func stateOffset(st *backfillState) cdc.Offset {
+	js, err := json.Marshal(st)
 	if err != nil { // plain strings, ints and a time always marshal
 		panic(err)
 	}
@@ -476,24 +481,22 @@ func (b *backfill) commitChunk(ctx context.Context, rows []cdc.Change, key []any
 			return err
 		}
 	}
-	if len(rows) > 0 || b.state.Chunks == 0 {
-		b.state.Chunks++
-		res.Chunks++
+	next := *b.state
+	if len(rows) > 0 || next.Chunks == 0 {
+		next.Chunks++
 	}
-	prev := b.state.LastKey
-	b.state.Rows += int64(len(rows))
-	b.state.LastKey = encodeKey(key, b.keyTypes())
-	cp := b.stateOffset()
+	next.Rows += int64(len(rows))
+	next.LastKey = encodeKey(key, b.keyT)
+	cp := stateOffset(&next)
 	if final {
 		cp = off
 	}
 	if err := b.commit(ctx, tx, cp, res); err != nil {
-		b.state.Rows -= int64(len(rows))
-		b.state.LastKey = prev
 		return err
 	}
+	res.Chunks += next.Chunks - b.state.Chunks
 	res.Rows += int64(len(rows))
-	res.TotalRows = b.state.Rows
+	res.TotalRows, *b.state = next.Rows, next
 	return nil
 }
 
@@ -531,13 +534,12 @@ func (b *backfill) catchup(ctx context.Context, snap SnapshotReader, upTo []any,
 			}
 		}
 	}
-	old := b.state.Snapshot
-	b.state.Snapshot = snap.Offset().Encode()
-	if err := b.commit(ctx, tx, b.stateOffset(), res); err != nil {
-		b.state.Snapshot = old
+	next := *b.state
+	next.Snapshot = snap.Offset().Encode()
+	if err := b.commit(ctx, tx, stateOffset(&next), res); err != nil {
 		return fmt.Errorf("catch up the %d rows copied before the interruption: %w", b.state.Rows, err)
 	}
-	res.CaughtUp = n
+	res.CaughtUp, *b.state = n, next
 	b.r.log().Info("backfill caught up", "job", b.job, "changes", n, "to", snap.Offset().String())
 	return nil
 }
@@ -564,19 +566,9 @@ func (b *backfill) advanceStream(ctx context.Context, to cdc.Offset) {
 	}
 }
 
-func (b *backfill) keyTypes() []cdc.Type {
-	idx, _ := b.info.TableSchema.KeyIndexes()
-	out := make([]cdc.Type, len(idx))
-	for i, k := range idx {
-		out[i] = b.info.TableSchema.Columns[k].Type
-	}
-	return out
-}
-
 func (b *backfill) keyOf(row []any) []any {
-	idx, _ := b.info.TableSchema.KeyIndexes()
-	key := make([]any, len(idx))
-	for i, k := range idx {
+	key := make([]any, len(b.keyIdx))
+	for i, k := range b.keyIdx {
 		key[i] = row[k]
 	}
 	return key
@@ -584,10 +576,7 @@ func (b *backfill) keyOf(row []any) []any {
 
 // lastKey decodes the state's last key (nil when nothing was copied).
 func (b *backfill) lastKey() ([]any, error) {
-	if b.state.LastKey == nil {
-		return nil, nil
-	}
-	key, err := decodeKey(b.state.LastKey, b.keyTypes())
+	key, err := decodeKey(b.state.LastKey, b.keyT)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: backfill state: last key: %w", b.job, err)
 	}
@@ -615,6 +604,9 @@ func encodeKey(key []any, types []cdc.Type) []*string {
 }
 
 func decodeKey(enc []*string, types []cdc.Type) ([]any, error) {
+	if enc == nil {
+		return nil, nil
+	}
 	if len(enc) != len(types) {
 		return nil, fmt.Errorf("%d values for a key of %d columns", len(enc), len(types))
 	}
@@ -663,9 +655,8 @@ func (r *Runner) PlanBackfill(ctx context.Context, prep *Prepared, opt BackfillO
 	}
 	bp.Offset = snap.Offset()
 	p := *prep.Plan
-	p.Pushdown = false
-	p.Steps = nil
-	p.Steps = append(p.Steps, snap.Steps()...)
+	p.Pushdown, p.Warnings = false, slices.Clip(p.Warnings)
+	p.Steps = slices.Clone(snap.Steps())
 	if b.resume {
 		p.Steps = append(p.Steps, plan.Step{Where: "source", What: fmt.Sprintf("catch up: read the stream's changes since the last snapshot for keys up to %v, in the snapshot", bp.LastKey)})
 	}

@@ -75,6 +75,9 @@ func (r *Runner) runThrough(ctx context.Context, prep *Prepared, res *Result) (*
 	if cp, ok, err := tx.Checkpoint(ctx); err != nil {
 		return res, err
 	} else if ok && cp.StreamID == info.ID {
+		if err := BackfillInProgress(cp); err != nil {
+			return res, err
+		}
 		from = cp.Offset
 	}
 	res.From = from

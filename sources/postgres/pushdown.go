@@ -199,6 +199,9 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 		return runner.Stats{}, none, none, err
 	}
 	if ok && cp.StreamID == s.ID && cp.Stream == s.Name {
+		if err := runner.BackfillInProgress(cp); err != nil {
+			return runner.Stats{}, none, none, err
+		}
 		from = cp.Offset
 	}
 	t, fp, toPos, err := b.readPoint(ctx, tx, s, from)

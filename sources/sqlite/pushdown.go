@@ -162,6 +162,9 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner
 		return runner.Stats{}, from, from, err
 	}
 	if ok && cp.StreamID == info.ID {
+		if err := runner.BackfillInProgress(cp); err != nil {
+			return runner.Stats{}, from, from, err
+		}
 		// A run through sluice that committed its sink but not the stream
 		// offset left the checkpoint ahead: start there.
 		cpPos, err1 := parseOffset(cp.Offset)

@@ -1,0 +1,420 @@
+// Command backfill measures `sluice backfill` throughput and peak memory
+// against the database's own bulk copy, and prints the comparison:
+//
+//   - PostgreSQL → PostgreSQL (another database on the same server):
+//     sluice backfill into an append target (COPY per chunk) and into a
+//     merge target (staging + MERGE per chunk), against
+//     COPY (SELECT …) TO STDOUT piped into COPY … FROM STDIN (pgx
+//     CopyTo/CopyFrom through an io.Pipe, as `psql -c "\copy …" | psql`);
+//   - SQLite → SQLite (another file): sluice backfill (append) against
+//     ATTACH + INSERT INTO … SELECT in one transaction.
+//
+// Usage:
+//
+//	go run ./bench/backfill -pg postgres://postgres@127.0.0.1:5432/postgres            # 5,000,000 rows
+//	go run ./bench/backfill -pg "$SLUICE_TEST_PG" -rows 200000 -sqlite-rows 200000      # quick
+//	go run ./bench/backfill -pg '' -sqlite-rows 1000000                                 # SQLite only
+//
+// -pg names a server (a maintenance database URL; default $SLUICE_TEST_PG)
+// on which the program creates and drops its own databases. Each contender
+// runs in a child process (this program re-executed), so peak RSS
+// (getrusage ru_maxrss of the child) is the contender's alone; the ratio
+// column is rows/s relative to the database's own copy. Targets are checked
+// equal to the source (row count and an order-independent checksum).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/runner"
+	_ "github.com/sluicedata/sluice/sources/postgres"
+	"github.com/sluicedata/sluice/sources/sqlite"
+)
+
+var (
+	pgURL      = flag.String("pg", os.Getenv("SLUICE_TEST_PG"), "PostgreSQL server URL (maintenance database); '' skips PostgreSQL")
+	rows       = flag.Int("rows", 5_000_000, "rows in the PostgreSQL source table")
+	sqliteRows = flag.Int("sqlite-rows", 1_000_000, "rows in the SQLite source table; 0 skips SQLite")
+	chunk      = flag.Int("chunk", runner.DefaultBackfillChunk, "backfill chunk size")
+	mode       = flag.String("mode", "", "internal: run one contender")
+	src        = flag.String("src", "", "internal: source connection")
+	dst        = flag.String("dst", "", "internal: target connection")
+	cpuprofile = flag.String("cpuprofile", "", "write each contender's CPU profile to this path + \".<contender>\"")
+)
+
+type result struct {
+	Seconds float64 `json:"seconds"`
+	Rows    int64   `json:"rows"`
+}
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	var err error
+	if *mode != "" {
+		if *cpuprofile != "" {
+			f, err := os.Create(*cpuprofile)
+			if err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			defer pprof.StopCPUProfile()
+		}
+		var r result
+		if r, err = contender(ctx, *mode, *src, *dst); err == nil {
+			err = json.NewEncoder(os.Stdout).Encode(r)
+		}
+	} else {
+		err = parent(ctx)
+	}
+	if err != nil {
+		pprof.StopCPUProfile()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+type row struct {
+	name string
+	n    int
+	res  result
+	rss  int64 // KiB
+}
+
+func parent(ctx context.Context) error {
+	var out []row
+	if *pgURL != "" && *rows > 0 {
+		r, err := benchPostgres(ctx)
+		if err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		out = append(out, r...)
+	}
+	if *sqliteRows > 0 {
+		r, err := benchSQLite(ctx)
+		if err != nil {
+			return fmt.Errorf("sqlite: %w", err)
+		}
+		out = append(out, r...)
+	}
+	fmt.Printf("\n%-58s %10s %10s %12s %10s %7s\n", "contender", "rows", "seconds", "rows/s", "peak RSS", "ratio")
+	var base float64
+	for _, r := range out {
+		rate := float64(r.res.Rows) / r.res.Seconds
+		if r.name[0] != ' ' {
+			base = rate
+		}
+		fmt.Printf("%-58s %10d %10.2f %12.0f %8dMB %6.2fx\n", r.name, r.res.Rows, r.res.Seconds, rate, r.rss/1024, rate/base)
+	}
+	fmt.Printf("(chunk %d; ratio = rows/s relative to the database's own copy above it; targets verified equal to the source)\n", *chunk)
+	return nil
+}
+
+// child runs one contender in a child process.
+func child(m, s, d string) (result, int64, error) {
+	args := []string{"-mode", m, "-src", s, "-dst", d, "-chunk", fmt.Sprint(*chunk)}
+	if *cpuprofile != "" {
+		args = append(args, "-cpuprofile", *cpuprofile+"."+m)
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Stderr = os.Stderr
+	outb, err := cmd.Output()
+	if err != nil {
+		return result{}, 0, fmt.Errorf("%s: %w", m, err)
+	}
+	var r result
+	if err := json.Unmarshal(outb, &r); err != nil {
+		return result{}, 0, fmt.Errorf("%s: child output %q: %w", m, outb, err)
+	}
+	return r, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss, nil
+}
+
+func contender(ctx context.Context, m, s, d string) (result, error) {
+	t0 := time.Now()
+	var n int64
+	var err error
+	switch m {
+	case "pg-copy":
+		n, err = pgCopy(ctx, s, d)
+	case "pg-sluice", "sqlite-sluice":
+		n, err = sluiceBackfill(ctx, s, d, "append")
+	case "pg-sluice-merge":
+		n, err = sluiceBackfill(ctx, s, d, "merge")
+	case "sqlite-hand":
+		n, err = sqliteHand(ctx, s, d)
+	default:
+		err = fmt.Errorf("unknown mode %q", m)
+	}
+	return result{Seconds: time.Since(t0).Seconds(), Rows: n}, err
+}
+
+// sluiceBackfill backfills job "bench" (stream items_s → table items in d).
+func sluiceBackfill(ctx context.Context, s, d, sinkMode string) (int64, error) {
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: s}
+	defer r.Close()
+	keys := ""
+	if sinkMode == "merge" {
+		keys = "\n  keys: [id]"
+	}
+	job, err := dsl.ParseJob("bench.yaml", []byte("source: items_s\nsink:\n  table: items\n  mode: "+sinkMode+keys+"\n  connection: '"+d+"'\n"))
+	if err != nil {
+		return 0, err
+	}
+	prep, err := r.Plan(ctx, job)
+	if err != nil {
+		return 0, err
+	}
+	res, err := r.Backfill(ctx, prep, runner.BackfillOptions{Chunk: *chunk})
+	if err != nil {
+		return 0, err
+	}
+	return res.Rows, nil
+}
+
+// exec runs statements of sluice's dialect on conn.
+func execSluice(ctx context.Context, conn, text string) error {
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: conn}
+	defer r.Close()
+	b, err := r.Backend(ctx, "")
+	if err != nil {
+		return err
+	}
+	stmts, err := dsl.ParseStatements("bench", text)
+	if err != nil {
+		return err
+	}
+	for _, st := range stmts {
+		if _, err := b.(runner.Executor).Exec(ctx, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const tracking = `ALTER TABLE items SET PROPERTIES ('change_tracking' = 'true');
+CREATE TABLE STREAM items_s ON TABLE items WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');`
+
+func randName(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func withDB(u, db string) (string, error) {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "", err
+	}
+	p.Path = "/" + db
+	return p.String(), nil
+}
+
+func benchPostgres(ctx context.Context) ([]row, error) {
+	admin, err := pgx.Connect(ctx, *pgURL)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close(ctx)
+	names := []string{randName("bench_src_"), randName("bench_copy_"), randName("bench_sluice_"), randName("bench_merge_")}
+	urls := make([]string, len(names))
+	for i, n := range names {
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+n); err != nil {
+			return nil, err
+		}
+		defer admin.Exec(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+n+" WITH (FORCE)")
+		if urls[i], err = withDB(*pgURL, n); err != nil {
+			return nil, err
+		}
+	}
+	t0 := time.Now()
+	sc, err := pgx.Connect(ctx, urls[0])
+	if err != nil {
+		return nil, err
+	}
+	defer sc.Close(ctx)
+	for _, q := range []string{pgDDL, fmt.Sprintf(`INSERT INTO items SELECT i, 'name ' || i || ' ✓', (i %% 100000) * 1.25, timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second', CASE WHEN i %% 7 = 0 THEN NULL ELSE md5(i::text) END FROM generate_series(1, %d) i`, *rows), "VACUUM ANALYZE items"} {
+		if _, err := sc.Exec(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	if err := execSluice(ctx, urls[0], tracking); err != nil {
+		return nil, err
+	}
+	fmt.Printf("prepared %d PostgreSQL rows in %s\n", *rows, time.Since(t0).Round(time.Millisecond))
+	var out []row
+	for i, c := range []struct{ mode, name string }{
+		{"pg-copy", "PostgreSQL: COPY (SELECT …) TO STDOUT | COPY … FROM STDIN"},
+		{"pg-sluice", "  sluice backfill PostgreSQL → PostgreSQL, append"},
+		{"pg-sluice-merge", "  sluice backfill PostgreSQL → PostgreSQL, merge"},
+	} {
+		res, rss, err := child(c.mode, urls[0], urls[i+1])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row{name: c.name, res: res, rss: rss})
+	}
+	want, err := pgSum(ctx, urls[0])
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range urls[1:] {
+		if got, err := pgSum(ctx, u); err != nil || got != want {
+			return nil, fmt.Errorf("target %s differs from the source: %q vs %q (%v)", u, got, want, err)
+		}
+	}
+	return out, nil
+}
+
+const pgDDL = `CREATE TABLE items (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, note text)`
+
+func pgSum(ctx context.Context, u string) (string, error) {
+	c, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close(ctx)
+	var s string
+	err = c.QueryRow(ctx, `SELECT count(*) || ' ' || sum(hashtext(id || name || amount::text || extract(epoch FROM at)::text || coalesce(note, '-'))::bigint) FROM items`).Scan(&s)
+	return s, err
+}
+
+// pgCopy pipes COPY TO STDOUT of the source into COPY FROM STDIN of a new
+// table in the target.
+func pgCopy(ctx context.Context, s, d string) (int64, error) {
+	sc, err := pgx.Connect(ctx, s)
+	if err != nil {
+		return 0, err
+	}
+	defer sc.Close(ctx)
+	dc, err := pgx.Connect(ctx, d)
+	if err != nil {
+		return 0, err
+	}
+	defer dc.Close(ctx)
+	if _, err := dc.Exec(ctx, pgDDL); err != nil {
+		return 0, err
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := sc.PgConn().CopyTo(ctx, pw, "COPY (SELECT id, name, amount, at, note FROM items) TO STDOUT")
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	tag, err := dc.PgConn().CopyFrom(ctx, pr, "COPY items FROM STDIN")
+	if err != nil {
+		pr.CloseWithError(err)
+		<-done
+		return 0, err
+	}
+	if err := <-done; err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func benchSQLite(ctx context.Context) ([]row, error) {
+	dir, err := os.MkdirTemp("", "sluice-bench-backfill-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	s := "sqlite:" + filepath.Join(dir, "src.db")
+	t0 := time.Now()
+	if err := execSluice(ctx, s, `CREATE TABLE items (id BIGINT, name STRING, amount DECIMAL(12,2), at TIMESTAMP, note STRING, PRIMARY KEY (id))`); err != nil {
+		return nil, err
+	}
+	b, err := sqlite.Open(ctx, s, nil)
+	if err != nil {
+		return nil, err
+	}
+	_, err = b.DB().ExecContext(ctx, fmt.Sprintf(`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %d)
+		INSERT INTO items SELECT i, 'name ' || i || ' ✓', printf('%%.2f', (i %% 100000) * 1.25), strftime('%%Y-%%m-%%d %%H:%%M:%%S', 1704067200 + i, 'unixepoch') || '+00:00',
+		CASE WHEN i %% 7 = 0 THEN NULL ELSE hex(randomblob(16)) END FROM g`, *sqliteRows))
+	b.Close()
+	if err != nil {
+		return nil, err
+	}
+	if err := execSluice(ctx, s, tracking); err != nil {
+		return nil, err
+	}
+	fmt.Printf("prepared %d SQLite rows in %s\n", *sqliteRows, time.Since(t0).Round(time.Millisecond))
+	var out []row
+	for _, c := range []struct{ mode, name string }{
+		{"sqlite-hand", "SQLite: ATTACH + INSERT INTO … SELECT (one transaction)"},
+		{"sqlite-sluice", "  sluice backfill SQLite → SQLite, append"},
+	} {
+		res, rss, err := child(c.mode, s, "sqlite:"+filepath.Join(dir, c.mode+".db"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row{name: c.name, res: res, rss: rss})
+	}
+	want, err := sqliteSum(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range []string{"sqlite-hand", "sqlite-sluice"} {
+		if got, err := sqliteSum(ctx, "sqlite:"+filepath.Join(dir, m+".db")); err != nil || got != want {
+			return nil, fmt.Errorf("target %s differs from the source: %q vs %q (%v)", m, got, want, err)
+		}
+	}
+	return out, nil
+}
+
+func sqliteSum(ctx context.Context, s string) (string, error) {
+	b, err := sqlite.Open(ctx, s, nil)
+	if err != nil {
+		return "", err
+	}
+	defer b.Close()
+	var sum string
+	err = b.DB().QueryRowContext(ctx, `SELECT count(*) || ' ' || sum(id) || ' ' || sum(length(name || amount || at || coalesce(note, '-')) * (id % 1000)) FROM items`).Scan(&sum)
+	return sum, err
+}
+
+// sqliteHand copies the table with SQLite's own INSERT … SELECT into an
+// attached database.
+func sqliteHand(ctx context.Context, s, d string) (int64, error) {
+	b, err := sqlite.Open(ctx, s, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer b.Close()
+	conn, err := b.DB().Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	path := d[len("sqlite:"):]
+	for _, q := range []string{"ATTACH DATABASE '" + path + "' AS d",
+		`CREATE TABLE d.items (id BIGINT NOT NULL, name TEXT, amount DECIMAL_TEXT(12,2), at TIMESTAMP, note TEXT, PRIMARY KEY (id))`} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	res, err := conn.ExecContext(ctx, `INSERT INTO d.items SELECT id, name, amount, at, note FROM main.items`)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

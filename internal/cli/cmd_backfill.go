@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
+)
+
+func init() {
+	register(verb{name: "backfill", usage: "[--conn URL] [--chunk N] [--dry-run] [--restart] JOB",
+		short: "copy the source table to a new target, then hand off to the stream", run: cmdBackfill})
+}
+
+// progressEvery is how often a backfill logs its progress when stderr is
+// not a terminal.
+const progressEvery = 10 * time.Second
+
+// cmdBackfill runs Runner.Backfill (or PlanBackfill with --dry-run) for
+// one job and prints a summary line: rows copied, chunks, seconds, rows/s
+// and the hand-off offset.
+func cmdBackfill(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "backfill")
+	conn := fs.String("conn", "", "default connection for jobs that name none")
+	chunk := fs.Int("chunk", runner.DefaultBackfillChunk, "rows per chunk (one sink transaction each)")
+	dry := fs.Bool("dry-run", false, "show the row count and the plan; copy nothing")
+	restart := fs.Bool("restart", false, "discard an incomplete backfill and start over (deletes the partial copy when the backfill created the target)")
+	paths, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(paths) != 1 {
+		return fmt.Errorf("%w: name exactly one job file", errUsage)
+	}
+	if *chunk <= 0 {
+		return fmt.Errorf("%w: --chunk must be at least 1", errUsage)
+	}
+	files, err := loadJobs(paths)
+	if err != nil {
+		return err
+	}
+	if len(files) != 1 {
+		return fmt.Errorf("%w: name exactly one job file, not a directory of %d", errUsage, len(files))
+	}
+	if files[0].err != nil {
+		return files[0].err
+	}
+	job := files[0].job
+	r := newRunner(e, *conn)
+	defer r.Close()
+	opt := runner.BackfillOptions{Chunk: *chunk, Restart: *restart}
+	if *dry {
+		prep, err := r.Plan(ctx, job)
+		if err != nil {
+			return err
+		}
+		bp, err := r.PlanBackfill(ctx, prep, opt)
+		if err != nil {
+			return err
+		}
+		return printBackfillPlan(e.stdout, bp)
+	}
+	if err := r.Setup(ctx, job); err != nil {
+		return err
+	}
+	prep, err := r.Plan(ctx, job)
+	if err != nil {
+		return err
+	}
+	pr := newProgress(ctx, e, job.Name)
+	opt.Progress = pr.update
+	res, err := r.Backfill(ctx, prep, opt)
+	pr.finish(err == nil)
+	if err != nil {
+		return err
+	}
+	printBackfillResult(e.stdout, res)
+	return nil
+}
+
+func printBackfillPlan(w io.Writer, bp *runner.BackfillPlan) error {
+	if err := plan.Format(w, bp.Plan); err != nil {
+		return err
+	}
+	chunks := (bp.Rows + int64(bp.Chunk) - 1) / int64(bp.Chunk)
+	fmt.Fprintf(w, "backfill: %d rows in the snapshot, in chunks of %d (about %d chunks); hand-off at offset %s\n", bp.Rows, bp.Chunk, max(chunks, 1), bp.Offset)
+	if bp.Resume {
+		fmt.Fprintf(w, "backfill: resumes an incomplete backfill: %d rows copied, last key %v\n", bp.Copied, bp.LastKey)
+	}
+	if bp.Skipped != "" {
+		fmt.Fprintf(w, "backfill: would do nothing: %s\n", bp.Skipped)
+	}
+	return nil
+}
+
+func printBackfillResult(w io.Writer, res *runner.BackfillResult) {
+	if res.Skipped != "" {
+		fmt.Fprintf(w, "%s: skipped: %s\n", res.Job, res.Skipped)
+		return
+	}
+	secs := res.End.Sub(res.Start).Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(res.Rows) / secs
+	}
+	how := ""
+	switch {
+	case res.Resumed:
+		how = fmt.Sprintf(" (resumed: %d rows in all; caught up %d changes)", res.TotalRows, res.CaughtUp)
+	case res.Restarted:
+		how = " (restarted)"
+	}
+	fmt.Fprintf(w, "%s: backfilled %d rows in %d chunks in %.2fs (%.0f rows/s); wrote %s; hand-off offset %s%s\n",
+		res.Job, res.Rows, res.Chunks, secs, rate, counts(res.Written), res.HandOff, how)
+}
+
+// progress shows a backfill's progress: a bar when stderr is a terminal,
+// else an slog line every progressEvery.
+type progress struct {
+	ctx  context.Context
+	job  string
+	bar  *progressbar.ProgressBar
+	tty  bool
+	w    io.Writer
+	log  *slog.Logger
+	last time.Time
+	t0   time.Time
+}
+
+func newProgress(ctx context.Context, e *env, job string) *progress {
+	p := &progress{ctx: ctx, job: job, w: e.stderr, log: e.log, t0: time.Now()}
+	if f, ok := e.stderr.(*os.File); ok {
+		p.tty = isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+	}
+	if !p.log.Enabled(ctx, slog.LevelInfo) {
+		// Progress lines are the point of this verb: show them at the
+		// default level too.
+		p.log = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return p
+}
+
+func (p *progress) update(_ context.Context, bp runner.BackfillProgress) {
+	if p.tty {
+		if p.bar == nil {
+			p.bar = progressbar.NewOptions64(bp.Total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription(p.job),
+				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionSetPredictTime(true), progressbar.OptionFullWidth())
+		}
+		if bp.Rows > p.bar.GetMax64() {
+			p.bar.ChangeMax64(bp.Rows)
+		}
+		_ = p.bar.Set64(bp.Rows)
+		return
+	}
+	if bp.Phase == "copy" && time.Since(p.last) < progressEvery {
+		return
+	}
+	p.last = time.Now()
+	pct := 100.0
+	if bp.Total > 0 {
+		pct = min(100, 100*float64(bp.Rows)/float64(bp.Total))
+	}
+	p.log.InfoContext(p.ctx, "backfill", "job", p.job, "phase", bp.Phase, "rows", bp.Rows, "total", bp.Total,
+		"percent", fmt.Sprintf("%.1f", pct), "chunks", bp.Chunks, "elapsed", time.Since(p.t0).Round(time.Second).String())
+}
+
+func (p *progress) finish(ok bool) {
+	if p.bar == nil {
+		return
+	}
+	if ok {
+		_ = p.bar.Finish()
+	}
+	fmt.Fprintln(p.w)
+}
