@@ -665,7 +665,7 @@ func (r *Runner) PlanBackfill(ctx context.Context, prep *Prepared, opt BackfillO
 	p.Steps = append(p.Steps,
 		plan.Step{Where: "sink", What: fmt.Sprintf("per chunk of %d rows: one such transaction; the job's checkpoint holds the backfill state (partition %q)", b.opt.Chunk, BackfillPartition)},
 		plan.Step{Where: "sink", What: "with the last chunk: store the snapshot's offset as the job's checkpoint (the hand-off)"},
-		plan.Step{Where: "source", What: fmt.Sprintf("move stream %s's offset to the snapshot's offset", b.info.Name)})
+		plan.Step{Where: "source", What: fmt.Sprintf("move the offset of stream %s to the snapshot's offset", b.info.Name)})
 	if b.restart {
 		p.Warnings = append(p.Warnings, "restart: the first chunk's transaction deletes the target's rows (the partial copy)")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -39,7 +40,7 @@ func (r *Runner) Setup(ctx context.Context, job *plan.Job) error {
 	if len(job.Setup) == 0 {
 		return nil
 	}
-	b, err := r.Backend(ctx, job.Conn)
+	b, err := r.JobBackend(ctx, job, job.Conn)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (r *Runner) Setup(ctx context.Context, job *plan.Job) error {
 // Errors in the job (unknown columns, bad expressions, missing keys) are
 // returned together as a pos.List with file:line:col.
 func (r *Runner) Plan(ctx context.Context, job *plan.Job) (*Prepared, error) {
-	srcB, err := r.Backend(ctx, job.Conn)
+	srcB, err := r.JobBackend(ctx, job, job.Conn)
 	if err != nil {
 		return nil, err
 	}
@@ -165,8 +166,18 @@ func (r *Runner) bindProjection(prep *Prepared, scope expr.Scope, errs *pos.List
 		}
 		prep.project = append(prep.project, b)
 		prep.present = append(prep.present, reads)
-		p.Project = append(p.Project, plan.ProjectItem{Name: name, Text: it.Expr.Text, Type: b.Type(), Expr: b})
+		p.Project = append(p.Project, plan.ProjectItem{Name: name, Text: stripAlias(it.Expr.Text, name), Type: b.Type(), Expr: b})
 	}
+}
+
+// stripAlias returns a select item's expression text without its trailing
+// "AS name" (the name is shown separately).
+func stripAlias(item, name string) string {
+	re := regexp.MustCompile("(?is)^(.*?)\\s+AS\\s+[`\"]?" + regexp.QuoteMeta(name) + "[`\"]?\\s*$")
+	if m := re.FindStringSubmatch(strings.TrimSpace(item)); m != nil {
+		return m[1]
+	}
+	return strings.TrimSpace(item)
 }
 
 // quoteIdent backquotes a column name for re-parsing in the dialect.
@@ -194,7 +205,7 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 	} else if conn == "" {
 		conn = job.Conn
 	}
-	b, err := r.Backend(ctx, conn)
+	b, err := r.JobBackend(ctx, job, conn)
 	if err != nil {
 		return pos.Errorf(job.Sink.ConnPos, "%w", err)
 	}
@@ -273,7 +284,7 @@ func (r *Runner) planExecution(ctx context.Context, prep *Prepared, srcB Backend
 		p.Steps = append(p.Steps, plan.Step{Where: "sluice", What: "filter and project each change"})
 	}
 	p.Steps = append(p.Steps, sp.Steps()...)
-	p.Steps = append(p.Steps, plan.Step{Where: "source", What: fmt.Sprintf("after the sink commit: move stream %s's offset to the read point", p.Source.Stream)})
+	p.Steps = append(p.Steps, plan.Step{Where: "source", What: fmt.Sprintf("after the sink commit: move the offset of stream %s to the read point", p.Source.Stream)})
 	return nil
 }
 
@@ -296,6 +307,9 @@ func warnings(p *plan.Plan) []string {
 	}
 	if p.Sink.Mode == plan.ModeMerge && p.Filter != nil && slices.Contains(p.Filter.Dropped, cdc.OpDelete) && p.Sink.Merge == nil {
 		out = append(out, "merge sink never sees DELETE changes: deleted source rows stay in the target")
+	}
+	if p.Sink.Mode == plan.ModeOverwrite {
+		out = append(out, fmt.Sprintf("mode overwrite: each run replaces the rows of %s with that run's rows; a run with no pending changes leaves it empty", p.Sink.Table))
 	}
 	if p.Sink.Mode == plan.ModeIgnore && p.Sink.TableExists {
 		out = append(out, fmt.Sprintf("mode ignore and target %s exists: a run does nothing and consumes nothing", p.Sink.Table))

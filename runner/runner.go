@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,6 +92,42 @@ func (r *Runner) Backend(ctx context.Context, conn string) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.open(ctx, url)
+}
+
+// JobBackend is Backend for a connection written in a job file: a relative
+// SQLite path in it is relative to the job file's directory, so a job runs
+// the same from any working directory. conn "" is the default connection
+// (relative to the working directory, as Backend).
+func (r *Runner) JobBackend(ctx context.Context, job *plan.Job, conn string) (Backend, error) {
+	url, err := r.Resolve(conn)
+	if err != nil {
+		return nil, err
+	}
+	if conn != "" && job.File != "" {
+		url = relativeSQLite(url, filepath.Dir(job.File))
+	}
+	return r.open(ctx, url)
+}
+
+// relativeSQLite joins a relative sqlite:PATH (or sqlite://PATH) to dir.
+func relativeSQLite(url, dir string) string {
+	for _, prefix := range []string{"sqlite://", "sqlite:"} {
+		if !strings.HasPrefix(url, prefix) {
+			continue
+		}
+		path := strings.TrimPrefix(url, prefix)
+		if path == "" || filepath.IsAbs(path) || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
+			return url
+		}
+		return prefix + filepath.Join(dir, path)
+	}
+	return url
+}
+
+// open returns the cached backend of a resolved URL, opening it on first
+// use.
+func (r *Runner) open(ctx context.Context, url string) (Backend, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b, ok := r.backends[url]; ok {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -295,5 +296,26 @@ func TestSharedStreamCheckpointBehindIsRefused(t *testing.T) {
 	}
 	if got := e.sql(e.conn("b.db"), "SELECT count(*) FROM copy"); got[0][0] != "0" {
 		t.Fatalf("b's sink got %s rows", got[0][0])
+	}
+}
+
+func TestRelativeSQLitePathIsRelativeToJobFile(t *testing.T) {
+	e := newEnv(t)
+	e.sql("", seedSetup+seedChanges)
+	jobDir := filepath.Join(e.dir, "jobs")
+	t.Chdir(t.TempDir()) // run from elsewhere
+	j, err := dsl.ParseJob(filepath.Join(jobDir, "copy.yaml"), []byte("source: orders_stream\nsink: {table: copy, connection: 'sqlite:replica.db'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.run(j); err != nil {
+		t.Fatal(err)
+	}
+	got := e.sql("sqlite:"+filepath.Join(jobDir, "replica.db"), "SELECT count(*) FROM copy")
+	if got[0][0] != "4" {
+		t.Fatalf("replica next to the job file has %s rows, want the 4 seed changes", got[0][0])
 	}
 }

@@ -74,9 +74,6 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	if *listen != "" {
-		log.Info("serving /healthz and /metrics", "addr", srv.Addr())
-	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

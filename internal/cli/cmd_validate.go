@@ -30,7 +30,15 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	bad := 0
+	seen := map[string]string{} // job name → file
 	for _, f := range files {
+		if f.err == nil {
+			if first, dup := seen[f.job.Name]; dup {
+				f.err = pos.Errorf(f.job.Pos, "job name %q is also used by %s: job names must be unique (runs, locks and checkpoints are per name)", f.job.Name, first)
+			} else {
+				seen[f.job.Name] = f.path
+			}
+		}
 		err := f.err
 		if err == nil {
 			err = checkJob(f.job)

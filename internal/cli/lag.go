@@ -17,7 +17,7 @@ import (
 // pending change, so it costs a read of the backlog.
 func lagFunc(r *runner.Runner) serve.LagFunc {
 	return func(ctx context.Context, job *plan.Job) (serve.Lag, error) {
-		b, err := r.Backend(ctx, job.Conn)
+		b, err := r.JobBackend(ctx, job, job.Conn)
 		if err != nil {
 			return serve.Lag{}, err
 		}

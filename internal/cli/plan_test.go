@@ -235,7 +235,18 @@ func planTablestore(t *testing.T, path, name string) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 
-	r := sluice(t, "plan", path)
+	// Plan a copy in the temporary directory: the job's relative sink
+	// database resolves next to the job file, and must not land in the
+	// repository.
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(job, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := sluice(t, "plan", job)
 	if r.code != 0 {
 		t.Fatalf("sluice plan %s: %v", path, r)
 	}

@@ -122,7 +122,7 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 		src("one transaction for read, write and offset; its snapshot is the read point", "BEGIN ISOLATION LEVEL REPEATABLE READ"),
 		src("fix the read point and check the cluster", "SELECT pg_current_snapshot()::text, (SELECT system_identifier::text FROM pg_control_system())"),
 		src("start from the job's checkpoint (same stream ID) or the stream's offset", `SELECT position, id FROM sluice.streams WHERE name = $1`),
-		src("narrow the read point to the table's changes (doc.go)", fmt.Sprintf("SELECT max(l.__txid) FROM %s l WHERE %s", tr.LogRef(), WindowPredicate("l.__txid", fp, Position{Snap: "<pg_current_snapshot()>"}))),
+		src("narrow the read point to the table's changes", fmt.Sprintf("SELECT max(l.__txid) FROM %s l WHERE %s", tr.LogRef(), WindowPredicate("l.__txid", fp, Position{Snap: "<pg_current_snapshot()>"}))),
 		src("read the stream's changes after the offset, up to the read point", fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, ChangesQuery(tr, s, fp, to))),
 		src("count the changes read by change type", fmt.Sprintf(`SELECT "__change_type", count(*) FROM pg_temp.%s GROUP BY 1`, readTable)),
 	}
