@@ -1,0 +1,575 @@
+// Command pgapply measures how fast sluice applies pending changes of a
+// PostgreSQL table stream to a replica, side by side with PostgreSQL's own
+// logical replication catching up on the same changes and with one
+// hand-written MERGE over sluice's change log, and prints changes per
+// second, peak RSS and the ratios.
+//
+//	go run ./bench/pgapply                      # 1,000,000 changes (pgbench simple-update over scale 10)
+//	go run ./bench/pgapply -changes 100000      # a quick run
+//	go run ./bench/pgapply -pg postgres://…     # on an existing server (needs wal_level=logical)
+//
+// Without -pg it starts a throw-away cluster (initdb/pg_ctl, as the
+// postgres OS user when run as root) on a free port with wal_level=logical
+// and the settings in clusterSettings, and removes it at the end; the
+// machine's shared server is never touched or restarted.
+//
+// The workload: pgbench -i -s 10 (1,000,000 accounts); change tracking on
+// pgbench_accounts and a STANDARD stream; replicas of pgbench_accounts as
+// of the stream's creation (one in the source database, one in a sink
+// database, one in a logical-replication subscriber database); then
+// pgbench -b simple-update runs until -changes accounts updates are
+// committed (one UPDATE per transaction, random accounts, so several
+// changes hit the same key). The contenders:
+//
+//   - logical replication: a publication on pgbench_accounts and a
+//     subscription (copy_data = false) whose slot was created before the
+//     changes, enabled after them; timed from ALTER SUBSCRIPTION … ENABLE
+//     until a marker row committed after the changes has arrived;
+//   - hand-written MERGE: one MERGE INTO the replica USING the change log
+//     deduplicated with DISTINCT ON (aid) ORDER BY aid, __seq DESC (it
+//     neither moves an offset nor purges the log; a second row adds the
+//     DELETE of the consumed log rows, which sluice also does);
+//   - sluice run, same database: the job is pushed down (one transaction);
+//   - sluice run, other database: rows travel through sluice in batches,
+//     once per batch size in -batches.
+//
+// Every sluice contender and the hand MERGE run on their own copy (CREATE
+// DATABASE … TEMPLATE) of the same prepared database, each in a child
+// process (this program re-executed) so peak RSS (getrusage ru_maxrss) is
+// the contender's alone. Every replica is checked equal to
+// pgbench_accounts afterwards (count and a checksum of all columns).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"github.com/sluicedata/sluice/bench/internal/pgcluster"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/runner"
+	_ "github.com/sluicedata/sluice/sources/postgres"
+)
+
+var (
+	pgURL   = flag.String("pg", "", "server URL (wal_level=logical); default: a throw-away cluster")
+	changes = flag.Int("changes", 1_000_000, "pending changes (pgbench account updates)")
+	scale   = flag.Int("scale", 10, "pgbench scale (100,000 accounts each)")
+	clients = flag.Int("clients", 4, "pgbench clients generating the changes")
+	batches = flag.String("batches", "10000,100000", "batch sizes of the cross-database runs")
+	mode    = flag.String("mode", "", "internal: run one contender (hand, push, cross)")
+	srcURL  = flag.String("src", "", "internal: contender's source database")
+	dstURL  = flag.String("dst", "", "internal: contender's sink database")
+	batch   = flag.Int("batch", runner.DefaultBatchSize, "internal: batch size of a cross run")
+	profile = flag.String("cpuprofile", "", "internal: write the contender's CPU profile to this file")
+)
+
+// clusterSettings are the server settings of the throw-away cluster: WAL
+// for logical replication, no fsync (the machine's disk is not what is
+// measured), shared buffers holding the working set, and no checkpoint
+// forced by WAL volume in the middle of a contender.
+var clusterSettings = []string{
+	"wal_level=logical", "max_wal_senders=10", "max_replication_slots=10",
+	"fsync=off", "shared_buffers=1GB", "max_wal_size=16GB", "checkpoint_timeout=1h",
+}
+
+type result struct {
+	Seconds      float64 `json:"seconds"`
+	PurgeSeconds float64 `json:"purge_seconds,omitempty"`
+	Read         int64   `json:"read"`
+}
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	if *mode != "" {
+		if *profile != "" {
+			f, err := os.Create(*profile)
+			if err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+		r, err := contender(ctx)
+		pprof.StopCPUProfile()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		_ = json.NewEncoder(os.Stdout).Encode(r)
+		return
+	}
+	if err := parent(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "pgapply:", err)
+		os.Exit(1)
+	}
+}
+
+// sumSQL checksums a pgbench_accounts-shaped table.
+const sumSQL = `SELECT count(*)::text || ' ' || coalesce(md5(string_agg(format('%%s:%%s:%%s:%%s', aid, bid, abalance, filler), ',' ORDER BY aid)), '') FROM %s`
+
+type bench struct {
+	base   string // maintenance database URL
+	admin  *pgx.Conn
+	prefix string
+	dbs    []string // created, dropped at the end
+}
+
+func (b *bench) url(db string) string { return pgcluster.WithDB(b.base, db) }
+
+func (b *bench) createDB(ctx context.Context, name, template string) error {
+	q := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if template != "" {
+		q += " TEMPLATE " + pgx.Identifier{template}.Sanitize() + " STRATEGY = FILE_COPY"
+	}
+	if _, err := b.admin.Exec(ctx, q); err != nil {
+		return fmt.Errorf("%s: %w", q, err)
+	}
+	b.dbs = append(b.dbs, name)
+	return nil
+}
+
+func (b *bench) dropDB(ctx context.Context, name string) error {
+	_, err := b.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
+
+func execAll(ctx context.Context, url string, stmts ...string) error {
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	for _, s := range stmts {
+		if _, err := c.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", strings.SplitN(strings.TrimSpace(s), "\n", 2)[0], err)
+		}
+	}
+	return nil
+}
+
+func queryString(ctx context.Context, url, q string) (string, error) {
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close(ctx)
+	var s string
+	err = c.QueryRow(ctx, q).Scan(&s)
+	return s, err
+}
+
+// sluiceSQL runs statements of sluice's dialect on url.
+func sluiceSQL(ctx context.Context, url, text string) error {
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: url}
+	defer r.Close()
+	be, err := r.Backend(ctx, "")
+	if err != nil {
+		return err
+	}
+	stmts, err := dsl.ParseStatements("setup.sql", text)
+	if err != nil {
+		return err
+	}
+	for _, st := range stmts {
+		if _, err := be.(runner.Executor).Exec(ctx, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyTable streams a COPY out of one database into another.
+func copyTable(ctx context.Context, fromURL, out, toURL, in string) error {
+	fc, err := pgx.Connect(ctx, fromURL)
+	if err != nil {
+		return err
+	}
+	defer fc.Close(ctx)
+	tc, err := pgx.Connect(ctx, toURL)
+	if err != nil {
+		return err
+	}
+	defer tc.Close(ctx)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := fc.PgConn().CopyTo(ctx, pw, out)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	_, err = tc.PgConn().CopyFrom(ctx, pr, in)
+	pr.CloseWithError(errors.New("copy in ended"))
+	return errors.Join(err, <-done)
+}
+
+func parent(ctx context.Context) (err error) {
+	pgbench, err := pgcluster.PgbenchPath()
+	if err != nil {
+		return err
+	}
+	base := *pgURL
+	where := base
+	if base == "" {
+		var stop func()
+		base, stop, err = pgcluster.Start(ctx, clusterSettings)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		where = "throw-away cluster (" + strings.Join(clusterSettings, " ") + ")"
+	}
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return err
+	}
+	defer admin.Close(ctx)
+	var walLevel, version string
+	if err := admin.QueryRow(ctx, `SELECT current_setting('wal_level'), current_setting('server_version')`).Scan(&walLevel, &version); err != nil {
+		return err
+	}
+	if walLevel != "logical" {
+		return fmt.Errorf("wal_level is %s on %s; logical replication needs logical (run without -pg to use a throw-away cluster)", walLevel, *pgURL)
+	}
+	var rb [4]byte
+	_, _ = rand.Read(rb[:])
+	b := &bench{base: base, admin: admin, prefix: "sluice_bench_" + hex.EncodeToString(rb[:]) + "_"}
+	defer func() {
+		for _, db := range b.dbs {
+			if e := b.dropDB(context.WithoutCancel(ctx), db); e != nil && err == nil {
+				err = e
+			}
+		}
+	}()
+	src, sinkTpl, lr := b.prefix+"src", b.prefix+"sinktpl", b.prefix+"lr"
+	for _, db := range []string{src, sinkTpl, lr} {
+		if err := b.createDB(ctx, db, ""); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("server: PostgreSQL %s, %s\n", version, where)
+
+	// The table and its replicas as of the stream's creation.
+	t0 := time.Now()
+	if out, err := exec.CommandContext(ctx, pgbench, "-i", "-s", strconv.Itoa(*scale), "-q", b.url(src)).CombinedOutput(); err != nil {
+		return fmt.Errorf("pgbench -i: %v\n%s", err, out)
+	}
+	const accountsDDL = `(aid integer PRIMARY KEY, bid integer, abalance integer, filler character(84))`
+	if err := execAll(ctx, b.url(src),
+		`DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_index WHERE indrelid = 'pgbench_accounts'::regclass AND indisprimary) THEN ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid); END IF; END $$`,
+		`CREATE TABLE replica `+accountsDDL,
+		`INSERT INTO replica SELECT aid, bid, abalance, filler FROM pgbench_accounts`,
+		`CREATE TABLE bench_marker (id integer PRIMARY KEY)`,
+	); err != nil {
+		return err
+	}
+	if err := execAll(ctx, b.url(sinkTpl), `CREATE TABLE replica `+accountsDDL); err != nil {
+		return err
+	}
+	if err := execAll(ctx, b.url(lr), `CREATE TABLE pgbench_accounts `+accountsDDL, `CREATE TABLE bench_marker (id integer PRIMARY KEY)`); err != nil {
+		return err
+	}
+	copyOut := `COPY pgbench_accounts (aid, bid, abalance, filler) TO STDOUT`
+	if err := copyTable(ctx, b.url(src), copyOut, b.url(sinkTpl), `COPY replica FROM STDIN`); err != nil {
+		return err
+	}
+	if err := copyTable(ctx, b.url(src), copyOut, b.url(lr), `COPY pgbench_accounts FROM STDIN`); err != nil {
+		return err
+	}
+	if err := execAll(ctx, b.url(sinkTpl), `VACUUM ANALYZE replica`); err != nil {
+		return err
+	}
+	if err := execAll(ctx, b.url(lr), `VACUUM ANALYZE pgbench_accounts`); err != nil {
+		return err
+	}
+	if err := sluiceSQL(ctx, b.url(src), `
+ALTER TABLE pgbench_accounts SET PROPERTIES ('change_tracking' = 'true');
+CREATE TABLE STREAM accounts_stream ON TABLE pgbench_accounts WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');
+`); err != nil {
+		return err
+	}
+	// Logical replication from here: the slot is created before the
+	// changes (in its own statement: a subscription to the same cluster
+	// cannot create its slot), the subscription stays disabled until they
+	// are all committed.
+	slot := b.prefix + "slot"
+	if err := execAll(ctx, b.url(src),
+		`CREATE PUBLICATION bench_pub FOR TABLE pgbench_accounts, bench_marker`,
+		fmt.Sprintf(`SELECT pg_create_logical_replication_slot('%s', 'pgoutput')`, slot),
+	); err != nil {
+		return err
+	}
+	defer execAll(context.WithoutCancel(ctx), b.url(src), fmt.Sprintf(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '%s'`, slot))
+	if err := execAll(ctx, b.url(lr), fmt.Sprintf(`CREATE SUBSCRIPTION bench_sub CONNECTION '%s' PUBLICATION bench_pub
+		WITH (create_slot = false, slot_name = '%s', copy_data = false, enabled = false)`, b.url(src), slot)); err != nil {
+		return err
+	}
+	defer execAll(context.WithoutCancel(ctx), b.url(lr), `ALTER SUBSCRIPTION bench_sub DISABLE`, `ALTER SUBSCRIPTION bench_sub SET (slot_name = NONE)`, `DROP SUBSCRIPTION bench_sub`)
+	fmt.Printf("prepared pgbench scale %d, replicas, stream, publication in %s\n", *scale, time.Since(t0).Round(time.Millisecond))
+
+	// The changes.
+	perClient := (*changes + *clients - 1) / *clients
+	t0 = time.Now()
+	gen := exec.CommandContext(ctx, pgbench, "-n", "-M", "prepared", "-b", "simple-update", "-c", strconv.Itoa(*clients), "-j", "2", "-t", strconv.Itoa(perClient), b.url(src))
+	if out, err := gen.CombinedOutput(); err != nil {
+		return fmt.Errorf("pgbench: %v\n%s", err, out)
+	}
+	genTime := time.Since(t0)
+	n, err := queryString(ctx, b.url(src), `SELECT count(*)::text FROM sluice.log_pgbench_accounts WHERE __op = 'A'`)
+	if err != nil {
+		return err
+	}
+	total, _ := strconv.ParseFloat(n, 64)
+	keys, err := queryString(ctx, b.url(src), `SELECT count(DISTINCT aid)::text FROM sluice.log_pgbench_accounts`)
+	if err != nil {
+		return err
+	}
+	if err := execAll(ctx, b.url(src), `INSERT INTO bench_marker VALUES (1)`); err != nil {
+		return err
+	}
+	fmt.Printf("generated %s pending changes (%s distinct keys; pgbench simple-update, %d clients, one UPDATE per transaction) in %s (%.0f tps with capture)\n",
+		n, keys, *clients, genTime.Round(time.Millisecond), total/genTime.Seconds())
+	want, err := queryString(ctx, b.url(src), fmt.Sprintf(sumSQL, "pgbench_accounts"))
+	if err != nil {
+		return err
+	}
+
+	// Logical replication catch-up.
+	lrc, err := pgx.Connect(ctx, b.url(lr))
+	if err != nil {
+		return err
+	}
+	t0 = time.Now()
+	if _, err := lrc.Exec(ctx, `ALTER SUBSCRIPTION bench_sub ENABLE`); err != nil {
+		lrc.Close(ctx)
+		return err
+	}
+	for {
+		var ok bool
+		if err := lrc.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM bench_marker)`).Scan(&ok); err != nil {
+			lrc.Close(ctx)
+			return err
+		}
+		if ok {
+			break
+		}
+		if time.Since(t0) > time.Hour {
+			lrc.Close(ctx)
+			return errors.New("logical replication did not catch up within an hour")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	lrTime := time.Since(t0)
+	lrc.Close(ctx)
+	if got, err := queryString(ctx, b.url(lr), fmt.Sprintf(sumSQL, "pgbench_accounts")); err != nil {
+		return err
+	} else if got != want {
+		return fmt.Errorf("logical replication: the subscriber's pgbench_accounts differs from the publisher's")
+	}
+	fmt.Printf("logical replication caught up in %s\n", lrTime.Round(time.Millisecond))
+	if err := execAll(ctx, b.url(lr), `ALTER SUBSCRIPTION bench_sub DISABLE`); err != nil {
+		return err
+	}
+	// Fresh statistics and a clean visibility map for every contender (what
+	// autovacuum would do), then copies of the prepared state.
+	if err := execAll(ctx, b.url(src), `VACUUM ANALYZE`); err != nil {
+		return err
+	}
+
+	type row struct {
+		name    string
+		seconds float64
+		rss     int64
+	}
+	rows := []row{{name: "PostgreSQL logical replication catch-up (subscription, other database)", seconds: lrTime.Seconds()}}
+	var hand, handPurge, push float64
+	var cross []float64
+	type run struct {
+		mode  string
+		batch int
+	}
+	runs := []run{{"hand", 0}, {"push", 0}}
+	var bs []int
+	for _, f := range strings.Split(*batches, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-batches: %q is not a batch size", f)
+		}
+		bs = append(bs, n)
+		runs = append(runs, run{"cross", n})
+	}
+	for i, r := range runs {
+		c, s := fmt.Sprintf("%sc%d", b.prefix, i), fmt.Sprintf("%ss%d", b.prefix, i)
+		if err := b.createDB(ctx, c, src); err != nil {
+			return err
+		}
+		dst := ""
+		if r.mode == "cross" {
+			if err := b.createDB(ctx, s, sinkTpl); err != nil {
+				return err
+			}
+			dst = b.url(s)
+		}
+		if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
+			return err
+		}
+		res, rss, err := child(r.mode, b.url(c), dst, r.batch)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.mode, err)
+		}
+		where := b.url(c)
+		if dst != "" {
+			where = dst
+		}
+		if got, err := queryString(ctx, where, fmt.Sprintf(sumSQL, "replica")); err != nil {
+			return err
+		} else if got != want {
+			return fmt.Errorf("%s: the replica differs from pgbench_accounts", r.mode)
+		}
+		switch r.mode {
+		case "hand":
+			hand, handPurge = res.Seconds, res.Seconds+res.PurgeSeconds
+			rows = append(rows,
+				row{"hand-written MERGE over the change log (same database)", hand, 0},
+				row{"hand-written MERGE + DELETE of the consumed log rows", handPurge, 0})
+		case "push":
+			push = res.Seconds
+			rows = append(rows, row{"sluice run, same database (pushed down)", push, rss})
+		case "cross":
+			cross = append(cross, res.Seconds)
+			rows = append(rows, row{fmt.Sprintf("sluice run, other database (batches of %d)", r.batch), res.Seconds, rss})
+		}
+		for _, db := range []string{c, s} {
+			if err := b.dropDB(ctx, db); err != nil {
+				return err
+			}
+		}
+	}
+
+	fmt.Println()
+	fmt.Printf("%-72s %9s %11s %9s %9s %9s\n", "contender", "seconds", "changes/s", "peak RSS", "vs MERGE", "vs LR")
+	rate := func(s float64) float64 { return total / s }
+	for _, r := range rows {
+		rss := "-"
+		if r.rss > 0 {
+			rss = fmt.Sprintf("%dMB", r.rss/1024)
+		}
+		fmt.Printf("%-72s %9.2f %11.0f %9s %8.2fx %8.2fx\n", r.name, r.seconds, rate(r.seconds), rss, hand/r.seconds, lrTime.Seconds()/r.seconds)
+	}
+	fmt.Println()
+	fmt.Printf("goal (a) pushed down ≥ 0.9× the hand-written MERGE: %.2fx (%.2fx against MERGE + log purge)\n", hand/push, handPurge/push)
+	for i, s := range cross {
+		fmt.Printf("goal (b) other database ≥ 2.5× logical replication's catch-up: %.2fx (batches of %d)\n", lrTime.Seconds()/s, bs[i])
+	}
+	fmt.Println("every replica equals pgbench_accounts (count and checksum of all columns)")
+	return nil
+}
+
+// child runs one contender in a child process and returns its result and
+// peak RSS in KiB.
+func child(m, src, dst string, batch int) (result, int64, error) {
+	args := []string{"-mode", m, "-src", src}
+	if dst != "" {
+		args = append(args, "-dst", dst, "-batch", strconv.Itoa(batch))
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return result{}, 0, err
+	}
+	var r result
+	if err := json.Unmarshal(out, &r); err != nil {
+		return result{}, 0, fmt.Errorf("child output %q: %w", out, err)
+	}
+	return r, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss, nil
+}
+
+func contender(ctx context.Context) (result, error) {
+	t0 := time.Now()
+	switch *mode {
+	case "hand":
+		return handMerge(ctx, *srcURL)
+	case "push", "cross":
+		sink := ""
+		if *mode == "cross" {
+			sink = ", connection: '" + *dstURL + "'"
+		}
+		job, err := dsl.ParseJob("bench.yaml", []byte(`
+name: bench
+source: accounts_stream
+select: [aid, bid, abalance, filler]
+sink: {table: replica, mode: merge, keys: [aid]`+sink+`}
+`))
+		if err != nil {
+			return result{}, err
+		}
+		r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: *srcURL, BatchSize: *batch}
+		defer r.Close()
+		p, err := r.Plan(ctx, job)
+		if err != nil {
+			return result{}, err
+		}
+		if p.Plan.Pushdown != (*mode == "push") {
+			return result{}, fmt.Errorf("plan pushdown = %v in mode %s", p.Plan.Pushdown, *mode)
+		}
+		res, err := r.Run(ctx, p)
+		if err != nil {
+			return result{}, err
+		}
+		var n int64
+		for _, v := range res.Stats.Read {
+			n += v
+		}
+		return result{Seconds: time.Since(t0).Seconds(), Read: n}, nil
+	}
+	return result{}, fmt.Errorf("unknown mode %q", *mode)
+}
+
+// handMerge is what a careful engineer writes by hand against the change
+// log (layout in sources/postgres's package doc): the last log row per key
+// decides — an 'I'nsert or 'A'fter image is upserted, a 'D'elete or
+// 'B'efore image (of a key-changing update) deletes — in one statement (its
+// own transaction). Then, timed separately, the consumed log rows are
+// deleted.
+func handMerge(ctx context.Context, url string) (result, error) {
+	t0 := time.Now()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return result{}, err
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `
+MERGE INTO replica AS t
+USING (SELECT DISTINCT ON (aid) __op, aid, bid, abalance, filler
+       FROM sluice.log_pgbench_accounts ORDER BY aid, __seq DESC) AS n
+ON t.aid = n.aid
+WHEN MATCHED AND n.__op IN ('D', 'B') THEN DELETE
+WHEN MATCHED THEN UPDATE SET bid = n.bid, abalance = n.abalance, filler = n.filler
+WHEN NOT MATCHED AND n.__op IN ('I', 'A') THEN INSERT (aid, bid, abalance, filler) VALUES (n.aid, n.bid, n.abalance, n.filler)`); err != nil {
+		return result{}, err
+	}
+	merge := time.Since(t0)
+	t1 := time.Now()
+	if _, err := c.Exec(ctx, `DELETE FROM sluice.log_pgbench_accounts`); err != nil {
+		return result{}, err
+	}
+	return result{Seconds: merge.Seconds(), PurgeSeconds: time.Since(t1).Seconds()}, nil
+}
