@@ -91,14 +91,16 @@ func (s *Sink) Prepare(ctx context.Context, st *plan.SinkStage) (*Plan, error) {
 		return nil, err
 	}
 	p.steps = c.steps(p.st, exists)
+	p.attachSt = c.attachSteps(p.st, exists)
 	return p, nil
 }
 
 // Plan is a compiled PostgreSQL sink (runner.SinkPlan).
 type Plan struct {
-	sink  *Sink
-	st    *plan.SinkStage
-	steps []plan.Step
+	sink     *Sink
+	st       *plan.SinkStage
+	steps    []plan.Step
+	attachSt []plan.Step
 }
 
 // Steps returns the statements a run executes, in order.
@@ -248,13 +250,48 @@ func sameSet(a, b []string) bool {
 	return true
 }
 
+func sinkStep(what, sql string) plan.Step { return plan.Step{Where: "sink", What: what, SQL: sql} }
+
 // steps lists what a run executes, for the plan.
 func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
-	sk := func(what, sql string) plan.Step { return plan.Step{Where: "sink", What: what, SQL: sql} }
-	out := []plan.Step{
-		sk("begin the sink transaction", "BEGIN"),
-		sk("serialize runs of this job", "SELECT pg_advisory_xact_lock(hashtext('sluice.job:' || $1))"),
+	sk := sinkStep
+	out := []plan.Step{sk("begin the sink transaction", "BEGIN")}
+	out = append(out, c.attachSteps(st, exists)...)
+	if c.apply == nil {
+		out = append(out, sk(fmt.Sprintf("COPY each batch into %s (binary COPY FROM STDIN)", st.Table),
+			fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", Quote(st.Table), QuoteList("", c.columns))))
+	} else {
+		cols := QuoteList("", st.Schema.Names())
+		out = append(out, sk("COPY each batch into the staging table", fmt.Sprintf("COPY %s (%s, %s, %s, %s, %s) FROM STDIN (FORMAT binary)", StageTable, colOp, colVer, colOrd, colPresent, cols)))
+		out = append(out, c.apply.Steps()...)
+		if c.partial != nil {
+			for _, s := range c.partial.Steps() {
+				if s.SQL != "" && !slices.ContainsFunc(c.apply.Steps(), func(o plan.Step) bool { return o.SQL == s.SQL }) {
+					s.What = "instead, when the staged rows include partial rows: " + s.What
+					out = append(out, s)
+				}
+			}
+		}
 	}
+	out = append(out, CheckpointStep(), sk("commit rows and checkpoint together", "COMMIT"))
+	return out
+}
+
+// CheckpointStep is the statement that stores the job's checkpoint in the
+// sink transaction.
+func CheckpointStep() plan.Step {
+	return sinkStep("store the job's checkpoint in the same transaction", upsertCheckpointSQL)
+}
+
+// AttachSteps lists what Attach executes in the caller's transaction, in
+// order: the job lock, the target's creation or overwrite, the staging
+// table (for the pushdown plan).
+func (p *Plan) AttachSteps() []plan.Step { return p.attachSt }
+
+// attachSteps lists what attach executes.
+func (c *compiled) attachSteps(st *plan.SinkStage, exists bool) []plan.Step {
+	sk := sinkStep
+	out := []plan.Step{sk("serialize runs of this job", "SELECT pg_advisory_xact_lock(hashtext('sluice.job:' || $1))")}
 	if !exists {
 		out = append(out, sk(fmt.Sprintf("create the missing target %s", st.Table), c.create))
 	}
@@ -270,23 +307,8 @@ func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
 			out = append(out, plan.Step{Where: "sink", What: fmt.Sprintf("do nothing: target %s exists (mode ignore); nothing is consumed", st.Table)})
 		}
 	}
-	if c.apply == nil {
-		out = append(out, sk(fmt.Sprintf("COPY each batch into %s (binary COPY FROM STDIN)", st.Table),
-			fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", Quote(st.Table), QuoteList("", c.columns))))
-	} else {
-		cols := QuoteList("", st.Schema.Names())
-		out = append(out, sk("create the staging table", c.stage),
-			sk("COPY each batch into the staging table", fmt.Sprintf("COPY %s (%s, %s, %s, %s, %s) FROM STDIN (FORMAT binary)", StageTable, colOp, colVer, colOrd, colPresent, cols)))
-		out = append(out, c.apply.Steps()...)
-		if c.partial != nil {
-			for _, s := range c.partial.Steps() {
-				if s.SQL != "" && !slices.ContainsFunc(c.apply.Steps(), func(o plan.Step) bool { return o.SQL == s.SQL }) {
-					s.What = "instead, when the staged rows include partial rows: " + s.What
-					out = append(out, s)
-				}
-			}
-		}
+	if c.stage != "" {
+		out = append(out, sk("drop a leftover staging table", "DROP TABLE IF EXISTS pg_temp."+StageTable), sk("create the staging table", c.stage))
 	}
-	out = append(out, sk("store the job's checkpoint in the same transaction", upsertCheckpointSQL), sk("commit rows and checkpoint together", "COMMIT"))
 	return out
 }

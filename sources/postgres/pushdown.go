@@ -126,15 +126,11 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 		src("read the stream's changes after the offset, up to the read point", fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, ChangesQuery(tr, s, fp, to))),
 		src("count the changes read by change type", fmt.Sprintf(`SELECT "__change_type", count(*) FROM pg_temp.%s GROUP BY 1`, readTable)),
 	}
-	for _, st := range pd.sink.Steps() {
-		if st.SQL == "BEGIN" || st.SQL == "COMMIT" || strings.HasPrefix(st.SQL, "COPY ") || strings.Contains(st.SQL, sinkpg.StageTable) {
-			continue
-		}
-		if strings.HasPrefix(st.SQL, "INSERT INTO sluice.checkpoints") {
-			pd.steps = append(pd.steps, apply.Steps()...)
-		}
-		pd.steps = append(pd.steps, st)
-	}
+	// What the sink's Attach runs in this transaction, then the apply over
+	// the read, then the checkpoint (exactly what Run executes).
+	pd.steps = append(pd.steps, pd.sink.AttachSteps()...)
+	pd.steps = append(pd.steps, apply.Steps()...)
+	pd.steps = append(pd.steps, sinkpg.CheckpointStep())
 	pd.steps = append(pd.steps,
 		src("advance the stream's offset (compare-and-set)", `UPDATE sluice.streams SET position = $1 WHERE name = $2 AND id = $3 AND position = $4`),
 		src("purge change-log rows every stream on the table has consumed", fmt.Sprintf(`DELETE FROM %s WHERE __txid < $min_xmax AND pg_visible_in_snapshot(__txid, $offset_1) AND …`, tr.LogRef())),
