@@ -96,3 +96,24 @@ type DropTable struct {
 	Table    string
 	IfExists bool
 }
+
+// TableRefs returns the distinct unqualified table names of the
+// statement's FROM and JOIN clauses as written, subqueries included
+// (column qualifiers and aliases are not table references). Backends use
+// it to find the table streams a SELECT reads.
+func (d *DML) TableRefs() []string {
+	var out []string
+	seen := map[string]bool{}
+	_ = sqlparser.Walk(func(node sqlparser.SQLNode) (bool, error) {
+		if at, ok := node.(*sqlparser.AliasedTableExpr); ok {
+			if tn, ok := at.Expr.(sqlparser.TableName); ok && tn.Qualifier.IsEmpty() && !tn.Name.IsEmpty() {
+				if n := tn.Name.String(); !seen[n] {
+					seen[n] = true
+					out = append(out, n)
+				}
+			}
+		}
+		return true, nil
+	}, d.AST)
+	return out
+}

@@ -30,6 +30,11 @@ func (b *Backend) execDML(ctx context.Context, st *dsl.DML) (*runner.ResultSet, 
 		_, err := b.pool.Exec(ctx, q)
 		return nil, b.wrap(err, "%s", st.Kind)
 	}
+	// A SELECT that names table streams reads their pending changes
+	// (streamselect.go).
+	if rs, ok, err := b.selectStreams(ctx, st, q); ok || err != nil {
+		return rs, err
+	}
 	return b.Query(ctx, q)
 }
 
@@ -38,7 +43,12 @@ func (b *Backend) execDML(ctx context.Context, st *dsl.DML) (*runner.ResultSet, 
 // canonical form (sinkpg.Decode: numeric → decimal.Decimal exactly,
 // timestamptz → time.Time in UTC, …).
 func (b *Backend) Query(ctx context.Context, q string, args ...any) (*runner.ResultSet, error) {
-	rows, err := b.pool.Query(ctx, q, args...)
+	return b.queryOn(ctx, b.pool, q, args...)
+}
+
+// queryOn is Query on db (the pool, a connection or a transaction).
+func (b *Backend) queryOn(ctx context.Context, db sinkpg.Querier, q string, args ...any) (*runner.ResultSet, error) {
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, b.wrap(err, "SELECT")
 	}

@@ -39,12 +39,22 @@ func (b *Backend) execDML(ctx context.Context, st *dsl.DML) (*runner.ResultSet, 
 		}
 		return nil, nil
 	}
+	// A SELECT that names table streams reads their pending changes
+	// (streamselect.go).
+	if rs, ok, err := b.selectStreams(ctx, st, q); ok || err != nil {
+		return rs, err
+	}
 	return b.query(ctx, q)
 }
 
 // query runs a SELECT and materializes its rows with logical types.
 func (b *Backend) query(ctx context.Context, q string, args ...any) (*runner.ResultSet, error) {
-	rows, err := b.db.QueryContext(ctx, q, args...)
+	return queryOn(ctx, b.db, q, args...)
+}
+
+// queryOn is query on db (a database, connection or transaction).
+func queryOn(ctx context.Context, db sqlitex.Querier, q string, args ...any) (*runner.ResultSet, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("SELECT: %w", err)
 	}
