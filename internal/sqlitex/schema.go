@@ -94,6 +94,15 @@ func CreateTableSQL(table string, s cdc.Schema, ifNotExists bool) string {
 		if c.NotNull || key[strings.ToLower(c.Name)] {
 			b.WriteString(" NOT NULL")
 		}
+		if c.Type.Kind == cdc.KindDecimal {
+			// DECIMAL is stored as text (see the package doc): refuse text
+			// that is not a number, whoever writes the row, so that a bad
+			// INSERT fails at once instead of every later read of the
+			// table and its streams.
+			q := Quote(c.Name)
+			fmt.Fprintf(&b, " CONSTRAINT %s CHECK (%s IS NULL OR (%s NOT GLOB '*[^0-9.eE+-]*' AND %s GLOB '*[0-9]*'))",
+				Quote(c.Name+" is a number"), q, q, q)
+		}
 	}
 	if len(s.Key) > 0 {
 		b.WriteString(", PRIMARY KEY (")
