@@ -13,6 +13,7 @@ import (
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/serve"
+	"github.com/sluicedata/sluice/sources/postgres"
 )
 
 func init() {
@@ -59,7 +60,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			return r.Run(ctx, prep)
 		},
 		Log: log, Locker: store, History: store, Listen: *listen,
-		Lag: lagFunc(r),
+		Lag: lagFunc(r), Waker: wakerFunc(r, log),
 	})
 	if err != nil {
 		return err
@@ -138,4 +139,37 @@ func serveLogger(e *env, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("%w: --log-format is text or json", errUsage)
+}
+
+// wakerFunc wakes continuous jobs reading a PostgreSQL stream when the
+// capture trigger of the stream's table notifies (postgres.NotifyChannel):
+// one LISTEN connection per such job. Jobs on other sources get no waker
+// and poll.
+func wakerFunc(r *runner.Runner, log *slog.Logger) serve.WakerFunc {
+	return func(ctx context.Context, job *plan.Job) (serve.Waker, error) {
+		b, err := r.JobBackend(ctx, job, job.Conn)
+		if err != nil {
+			return nil, err
+		}
+		if b.Scheme() != "postgres" {
+			return nil, nil
+		}
+		src, ok := b.(runner.Source)
+		if !ok {
+			return nil, nil
+		}
+		info, err := src.Stream(ctx, job.Source)
+		if err != nil {
+			return nil, err
+		}
+		url, err := r.Resolve(job.Conn)
+		if err != nil {
+			return nil, err
+		}
+		w, err := serve.NewPGWaker(ctx, url, postgres.NotifyChannel(info.Table), log.With("job", job.Name))
+		if err != nil {
+			return nil, err
+		}
+		return w, nil
+	}
 }

@@ -19,6 +19,24 @@
 //     BEFORE TRUNCATE, which logs every row as deleted. All are ENABLE
 //     ALWAYS, so session_replication_role = replica does not skip them.
 //
+// The capture function also runs pg_notify(NotifyChannel(t)) (empty
+// payload) after a statement that logged at least one row. PostgreSQL
+// delivers a NOTIFY when the writing transaction commits (never for a
+// rolled-back one) and sends one per channel and transaction however many
+// statements raised it, so the cost is one queue entry per writing
+// transaction. The channel is "sluice_changes_<t>" (hashed when longer
+// than 63 bytes, see NotifyChannel); `sluice serve` LISTENs on it
+// (serve.PGWaker) to run a continuous job as soon as its changes commit
+// instead of at its next poll. Notifications are only a wake-up: they
+// carry no data and a missed one merely delays a job until its poll.
+// PostgreSQL serializes the commits of notifying transactions in the whole
+// cluster (a lock held from the queue insertion to the end of commit),
+// which matters only for many concurrent writers committing very small
+// transactions. Tables whose tracking was enabled before the NOTIFY was
+// added get it when change tracking is enabled again (ALTER TABLE t SET
+// PROPERTIES ('change_tracking' = 'true') rewrites the function); until
+// then their jobs only poll.
+//
 // Log rows: 'I' inserted image, 'D' deleted image, 'B'/'A' the old/new
 // images of an UPDATE. Transition tables do not pair old and new rows, so
 // images are paired by primary key when changes are read: per key, the

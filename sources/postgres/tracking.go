@@ -160,8 +160,15 @@ func trackingDDL(t *Tracked, qualified string) []string {
 	for _, d := range defs {
 		out = append(out, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s`, log, d))
 	}
+	// GET DIAGNOSTICS after the one INSERT that ran: a statement that
+	// touched no row does not notify. NOTIFYs are delivered at commit, once
+	// per channel and transaction however many statements sent them.
+	// use_column: a table column named like the variable stays a column.
 	out = append(out, fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s() RETURNS trigger LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $sluice$
+#variable_conflict use_column
+DECLARE
+	n bigint;
 BEGIN
 	IF TG_OP = 'INSERT' THEN
 		INSERT INTO %[2]s (__op, %[3]s) SELECT 'I', %[3]s FROM sluice_new;
@@ -172,9 +179,13 @@ BEGIN
 	ELSIF TG_OP = 'TRUNCATE' THEN
 		INSERT INTO %[2]s (__op, %[3]s) SELECT 'D', %[3]s FROM %[4]s;
 	END IF;
+	GET DIAGNOSTICS n = ROW_COUNT;
+	IF n > 0 THEN
+		PERFORM pg_notify(%[5]s, '');
+	END IF;
 	RETURN NULL;
 END
-$sluice$`, fn, log, cl, qualified))
+$sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name))))
 	for _, name := range triggerNames {
 		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))
 	}

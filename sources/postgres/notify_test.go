@@ -1,0 +1,111 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestNotifyChannelName(t *testing.T) {
+	if got := NotifyChannel("orders"); got != "sluice_changes_orders" {
+		t.Errorf("NotifyChannel(orders) = %q", got)
+	}
+	long1, long2 := strings.Repeat("x", 60)+"a", strings.Repeat("x", 60)+"b"
+	c1, c2 := NotifyChannel(long1), NotifyChannel(long2)
+	if len(c1) > 63 || len(c2) > 63 || c1 == c2 || c1 != NotifyChannel(long1) {
+		t.Errorf("long names: %q (%d bytes), %q (%d bytes): want distinct, stable, ≤ 63 bytes", c1, len(c1), c2, len(c2))
+	}
+	// Multi-byte names are cut on a character boundary.
+	c := NotifyChannel(strings.Repeat("é", 40))
+	if len(c) > 63 || !strings.HasPrefix(c, "sluice_changes_é") || !utf8Valid(c) {
+		t.Errorf("multi-byte name: %q", c)
+	}
+}
+
+func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+// TestNotifyOnCommit: the capture trigger notifies the table's channel
+// when a writing transaction commits, once per transaction, and not for a
+// rolled-back transaction, a statement that touched no row or a table
+// without tracking. Notifications arrive in commit order, so a marker
+// NOTIFY sent last bounds what is received without any timing.
+func TestNotifyOnCommit(t *testing.T) {
+	b, u := openDB(t)
+	long := "t_" + strings.Repeat("long", 20)
+	sqlExec(t, b, `CREATE TABLE t (id int PRIMARY KEY, v text)`,
+		`CREATE TABLE "Mixed" (id int PRIMARY KEY, n int)`, // n: also the capture function's variable
+		`CREATE TABLE `+long+` (id int PRIMARY KEY)`,
+		`CREATE TABLE plain (id int PRIMARY KEY)`)
+	track(t, b, "t")
+	track(t, b, "Mixed")
+	track(t, b, long)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	const marker = "sluice_test_marker"
+	for _, ch := range []string{NotifyChannel("t"), NotifyChannel("Mixed"), NotifyChannel(long), NotifyChannel("plain"), marker} {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// receive returns the channels notified up to the marker.
+	receive := func() []string {
+		t.Helper()
+		sqlExec(t, b, `SELECT pg_notify('`+marker+`', '')`)
+		var got []string
+		for {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				t.Fatalf("after %q: %v", got, err)
+			}
+			if n.Channel == marker {
+				return got
+			}
+			got = append(got, n.Channel)
+		}
+	}
+
+	// inTx runs stmts in one transaction and commits it, or rolls it back.
+	inTx := func(commit bool, stmts ...string) {
+		t.Helper()
+		tx, err := b.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(context.Background()) }()
+		for _, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+		if commit {
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	sqlExec(t, b, `INSERT INTO plain VALUES (1)`)
+	inTx(false, `INSERT INTO t VALUES (1, 'x')`)
+	sqlExec(t, b, `UPDATE t SET v = 'y' WHERE false`, `DELETE FROM t WHERE id = 42`)
+	check(t, "untracked, rolled back, no rows", receive(), nil)
+
+	inTx(true, `INSERT INTO t VALUES (1, 'a'), (2, 'b')`, `UPDATE t SET v = 'c' WHERE id = 1`, `DELETE FROM t WHERE id = 2`)
+	check(t, "one transaction, three statements", receive(), []string{NotifyChannel("t")})
+
+	sqlExec(t, b, `INSERT INTO "Mixed" VALUES (1)`, `INSERT INTO `+long+` VALUES (1)`, `TRUNCATE t`)
+	check(t, "quoted and long names, truncate", receive(), []string{NotifyChannel("Mixed"), NotifyChannel(long), NotifyChannel("t")})
+
+	// Enabling again keeps notifying (the function is rewritten).
+	track(t, b, "t")
+	sqlExec(t, b, `INSERT INTO t VALUES (3, 'z')`)
+	check(t, "after enabling again", receive(), []string{NotifyChannel("t")})
+}
