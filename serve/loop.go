@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/sluicedata/sluice/runner"
@@ -143,7 +144,12 @@ func (s *Server) continuousLoop(ctx context.Context, e *entry, st *state) {
 			idle = 0
 			continue
 		}
-		d := s.cfg.IdleBackoff.Delay(idle, nil)
+		backoff := s.cfg.IdleBackoff
+		if wake != nil {
+			// A waker announces changes; polling is only a safety net.
+			backoff.Max = max(backoff.Max, WakerIdlePoll)
+		}
+		d := backoff.Delay(idle, nil)
 		idle++
 		st.setNext(s.clock.Now().Add(d))
 		t := s.clock.NewTimer(d)
@@ -237,7 +243,10 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 	} else {
 		r.Error = err.Error()
 	}
-	if s.cfg.History != nil {
+	// An empty poll of a continuous job (nothing read, offset unchanged)
+	// is not history: recording it would add a row per poll per job.
+	emptyPoll := e.sched.IsContinuous() && st0 == StatusCommitted && Rows(r.Read) == 0 && r.From.Equal(r.To)
+	if s.cfg.History != nil && !emptyPoll {
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		id, herr := s.cfg.History.Record(hctx, r)
 		cancel()
@@ -252,7 +261,11 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 	case StatusCommitted:
 		out.moved = Rows(r.Read) > 0 || !r.From.Equal(r.To)
 		st.succeeded(r)
-		s.log.Info("run committed", "job", name, "read", Rows(r.Read), "written", Rows(r.Written),
+		level := slog.LevelInfo
+		if emptyPoll {
+			level = slog.LevelDebug
+		}
+		s.log.Log(ctx, level, "run committed", "job", name, "read", Rows(r.Read), "written", Rows(r.Written),
 			"from", r.From.String(), "to", r.To.String(), "duration", r.Duration())
 	case StatusSkipped:
 		st.succeeded(r)

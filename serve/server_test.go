@@ -299,3 +299,34 @@ func TestPermanentFailureStopsJob(t *testing.T) {
 		t.Errorf("healthz after the fix: %d %s", code, body)
 	}
 }
+
+// TestContinuousEmptyPollsNotRecorded: polls of an idle continuous job that
+// read nothing are not written to the history; a run that moved rows is.
+func TestContinuousEmptyPollsNotRecorded(t *testing.T) {
+	var rows atomic.Int64
+	fr := &fakeRun{fn: func(ctx context.Context, job *plan.Job, _ int) (*runner.Result, error) {
+		if n := rows.Swap(0); n > 0 {
+			return moved(job.Name, n), nil
+		}
+		return &runner.Result{Job: job.Name, From: cdc.SingleOffset("2"), To: cdc.SingleOffset("2")}, nil
+	}}
+	hist := newMemHistory()
+	_, clock, rec := newTestServer(t, Config{Run: fr.run, History: hist}, testJob("c", "continuous"))
+	for range 3 {
+		clock.Advance(rec.waitKind(t, "c", EventIdle).Delay)
+	}
+	rows.Store(5)
+	ev := rec.waitKind(t, "c", EventIdle)
+	clock.Advance(ev.Delay)
+	rec.waitKind(t, "c", EventIdle)
+	runs, err := hist.List(t.Context(), "c", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fr.count("c") < 5 {
+		t.Fatalf("only %d runs happened", fr.count("c"))
+	}
+	if len(runs) != 1 || Rows(runs[0].Read) == 0 {
+		t.Fatalf("history has %d runs (%+v), want exactly the one that moved rows", len(runs), runs)
+	}
+}

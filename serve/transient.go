@@ -116,8 +116,14 @@ func DefaultRetryBackoff() Backoff {
 	return Backoff{Min: time.Second, Max: time.Minute, Factor: 2, Jitter: 0.5}
 }
 
+// WakerIdlePoll is the longest wait between polls of an idle continuous job
+// that has a Waker (PostgreSQL LISTEN/NOTIFY): changes wake it, and the
+// poll only guards against a lost connection.
+const WakerIdlePoll = time.Minute
+
 // DefaultIdleBackoff is how long an idle continuous job waits before it
-// polls again: 100ms doubling to 5s, reset by a run that moved rows.
+// polls again: 100ms doubling to 5s (to WakerIdlePoll with a Waker), reset
+// by a run that moved rows.
 func DefaultIdleBackoff() Backoff {
 	return Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Factor: 2}
 }
