@@ -79,6 +79,9 @@ func explainSchedule(e *env, j *plan.Job) {
 	}
 	fmt.Fprintf(e.stdout, "  schedule: %s\n", s)
 	for _, t := range s.NextN(time.Now(), 3) {
+		if loc := s.Location(); loc != nil {
+			t = t.In(loc)
+		}
 		fmt.Fprintf(e.stdout, "  next: %s\n", t.Format("2006-01-02 15:04:05 MST (-07:00)"))
 	}
 }
