@@ -192,22 +192,9 @@ func sluiceBackfill(ctx context.Context, s, d, sinkMode string) (int64, error) {
 
 // exec runs statements of sluice's dialect on conn.
 func execSluice(ctx context.Context, conn, text string) error {
-	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: conn}
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler)}
 	defer r.Close()
-	b, err := r.Backend(ctx, "")
-	if err != nil {
-		return err
-	}
-	stmts, err := dsl.ParseStatements("bench", text)
-	if err != nil {
-		return err
-	}
-	for _, st := range stmts {
-		if _, err := b.(runner.Executor).Exec(ctx, st); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.ExecScript(ctx, conn, "setup.sql", text, nil)
 }
 
 const tracking = `ALTER TABLE items SET PROPERTIES ('change_tracking' = 'true');

@@ -178,22 +178,9 @@ func queryString(ctx context.Context, url, q string) (string, error) {
 
 // sluiceSQL runs statements of sluice's dialect on url.
 func sluiceSQL(ctx context.Context, url, text string) error {
-	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: url}
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler)}
 	defer r.Close()
-	be, err := r.Backend(ctx, "")
-	if err != nil {
-		return err
-	}
-	stmts, err := dsl.ParseStatements("setup.sql", text)
-	if err != nil {
-		return err
-	}
-	for _, st := range stmts {
-		if _, err := be.(runner.Executor).Exec(ctx, st); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.ExecScript(ctx, url, "setup.sql", text, nil)
 }
 
 // copyTable streams a COPY out of one database into another.

@@ -46,7 +46,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
 	_ "github.com/sluicedata/sluice/sources/postgres"
 	_ "github.com/sluicedata/sluice/sources/sqlite"
@@ -248,22 +247,9 @@ func createDB(ctx context.Context, what string) (string, func(), error) {
 
 // sluiceExec runs sluice statements on conn.
 func sluiceExec(ctx context.Context, conn, text string) error {
-	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: conn}
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler)}
 	defer r.Close()
-	b, err := r.Backend(ctx, "")
-	if err != nil {
-		return err
-	}
-	stmts, err := dsl.ParseStatements("bench", text)
-	if err != nil {
-		return err
-	}
-	for _, st := range stmts {
-		if _, err := b.(runner.Executor).Exec(ctx, st); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.ExecScript(ctx, conn, "setup.sql", text, nil)
 }
 
 const jobYAML = `name: %s

@@ -131,22 +131,9 @@ func open(path string) (*sql.DB, error) {
 }
 
 func exec1(ctx context.Context, conn string, text string) error {
-	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: conn}
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler)}
 	defer r.Close()
-	b, err := r.Backend(ctx, "")
-	if err != nil {
-		return err
-	}
-	stmts, err := dsl.ParseStatements("bench", text)
-	if err != nil {
-		return err
-	}
-	for _, st := range stmts {
-		if _, err := b.(runner.Executor).Exec(ctx, st); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.ExecScript(ctx, conn, "setup.sql", text, nil)
 }
 
 // prepare makes the source table with change tracking, a STANDARD stream,

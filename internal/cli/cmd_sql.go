@@ -49,36 +49,16 @@ func cmdSQL(ctx context.Context, e *env, args []string) error {
 	if *format != "table" && *format != "jsonl" {
 		return fmt.Errorf("%w: --format is table or jsonl", errUsage)
 	}
-	stmts, err := dsl.ParseStatements(name, text)
-	if err != nil {
-		return err
-	}
 	r := newRunner(e, *conn)
 	defer r.Close()
-	b, err := r.Backend(ctx, "")
-	if err != nil {
-		return err
-	}
-	ex, ok := b.(runner.Executor)
-	if !ok {
-		return fmt.Errorf("%s connections do not execute statements", b.Scheme())
-	}
-	for _, st := range stmts {
-		rs, err := ex.Exec(ctx, st)
-		if err != nil {
-			return fmt.Errorf("%s: %w", st.Position(), err)
+	return r.ExecScript(ctx, "", name, text, func(_ dsl.Statement, rs *runner.ResultSet) error {
+		switch {
+		case rs == nil:
+			return nil
+		case *format == "jsonl":
+			return stdout.JSONL(e.stdout, rs.Columns, rs.Rows)
+		default:
+			return stdout.Table(e.stdout, rs.Columns, rs.Rows)
 		}
-		if rs == nil {
-			continue
-		}
-		if *format == "jsonl" {
-			err = stdout.JSONL(e.stdout, rs.Columns, rs.Rows)
-		} else {
-			err = stdout.Table(e.stdout, rs.Columns, rs.Rows)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }

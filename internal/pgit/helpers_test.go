@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/internal/pgtest"
 	"github.com/sluicedata/sluice/runner"
 	_ "github.com/sluicedata/sluice/sources/postgres"
@@ -59,20 +58,10 @@ func mustExec(t *testing.T, c *pgx.Conn, stmts ...string) {
 // PROPERTIES, CREATE TABLE STREAM …) on url, in process.
 func sluiceSQL(t *testing.T, url, text string) {
 	t.Helper()
-	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: url}
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler)}
 	defer r.Close()
-	b, err := r.Backend(t.Context(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts, err := dsl.ParseStatements("setup.sql", text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range stmts {
-		if _, err := b.(runner.Executor).Exec(t.Context(), st); err != nil {
-			t.Fatalf("%s: %v", text, err)
-		}
+	if err := r.ExecScript(t.Context(), url, "setup.sql", text, nil); err != nil {
+		t.Fatalf("%s: %v", text, err)
 	}
 }
 
