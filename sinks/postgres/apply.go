@@ -58,6 +58,15 @@ type ApplyOptions struct {
 	// taking the last row (DISTINCT ON), and append writes NULL for columns
 	// not carried.
 	Partial bool
+	// FullRows tells that, for mode merge, the relation holds full rows
+	// only and at most one row per merge key besides an UPDATE_BEFORE: the
+	// net changes of a STANDARD table stream (one change per primary key,
+	// an update as an UPDATE_BEFORE/UPDATE_AFTER pair), projected with the
+	// merge keys passed through from the table's primary key. The merge
+	// then skips the collapse into a net-change table: it counts and
+	// MERGEs the relation's rows other than UPDATE_BEFORE directly (one
+	// pass each). Ignored with Partial and for other modes.
+	FullRows bool
 }
 
 // Apply is the compiled application of a change relation to a target
@@ -210,11 +219,20 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 	}
 	kl := strings.Join(keys, ", ")
 	net := "pg_temp." + netTable
-	a.add(kindExec, "drop a leftover net-change table", "DROP TABLE IF EXISTS "+net)
-	if opt.Partial {
+	full := opt.FullRows && !opt.Partial
+	if full {
+		// One row per key already (UPDATE_BEFORE aside): the relation's
+		// other rows are the net changes.
+		net = fmt.Sprintf("(SELECT * FROM %s AS __r WHERE __r.%s <> 'UPDATE_BEFORE')", relation, colOp)
+	} else {
+		a.add(kindExec, "drop a leftover net-change table", "DROP TABLE IF EXISTS "+net)
+	}
+	switch {
+	case full:
+	case opt.Partial:
 		a.add(kindExec, "collapse to the net change per key (last in commit order; UPDATE_BEFORE ignored; partial rows folded column by column)",
 			fmt.Sprintf("CREATE TEMP TABLE %s AS %s", netTable, foldSQL(s, isKey, kl, relation)))
-	} else {
+	default:
 		var cols []string
 		for _, c := range s.Columns {
 			cols = append(cols, Quote(c.Name))
@@ -223,8 +241,13 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 			fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT DISTINCT ON (%s) %s, %s, %s FROM %s AS __r WHERE %s <> 'UPDATE_BEFORE' ORDER BY %s, %s DESC, %s DESC",
 				netTable, kl, colOp, colPresent, strings.Join(cols, ", "), relation, colOp, kl, colVer, colOrd))
 	}
-	a.add(kindCount, "count the net changes by change type",
-		fmt.Sprintf("SELECT %s, count(*) FROM %s GROUP BY %s", colOp, net, colOp))
+	if full {
+		a.add(kindCount, "count the net changes by change type (the relation has one change per key besides UPDATE_BEFORE: no collapse)",
+			fmt.Sprintf("SELECT %s, count(*) FROM %s AS __c GROUP BY %s", colOp, net, colOp))
+	} else {
+		a.add(kindCount, "count the net changes by change type",
+			fmt.Sprintf("SELECT %s, count(*) FROM %s GROUP BY %s", colOp, net, colOp))
+	}
 
 	t := Quote(a.table)
 	var tcols, ncols, sets, psets, pvals []string
@@ -275,15 +298,17 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 			}
 			conflict = "DO UPDATE SET " + strings.Join(ex, ", ")
 		}
-		full := ""
+		onlyFull := ""
 		if opt.Partial {
-			full = fmt.Sprintf(" AND __n.%s IS NULL", colPresent)
+			onlyFull = fmt.Sprintf(" AND __n.%s IS NULL", colPresent)
 		}
 		a.add(kindExec, "PostgreSQL < 15: upsert full rows (INSERT / UPDATE_AFTER) with INSERT … ON CONFLICT",
 			fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s AS __n WHERE __n.%s <> 'DELETE'%s ON CONFLICT (%s) %s",
-				t, tl, nl, net, colOp, full, quoteTargetKeys(a.st, names), conflict))
+				t, tl, nl, net, colOp, onlyFull, quoteTargetKeys(a.st, names), conflict))
 	}
-	a.add(kindExec, "drop the net-change table", "DROP TABLE "+net)
+	if !full {
+		a.add(kindExec, "drop the net-change table", "DROP TABLE "+net)
+	}
 }
 
 func quoteTargetKeys(st *plan.SinkStage, names []string) string {

@@ -344,7 +344,14 @@ func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 // Commit uses for staged rows, and adds what it wrote to the Stats Commit
 // returns. Pushdown calls it on a Tx from Attach.
 func (t *Tx) ApplyRelation(ctx context.Context, relation string) error {
-	a, err := CompileApply(t.p.st, t.c.target.Schema(), relation, ApplyOptions{ServerVersion: t.c.version})
+	return t.ApplyRelationWith(ctx, relation, ApplyOptions{})
+}
+
+// ApplyRelationWith is ApplyRelation with what the caller knows of the
+// relation (opt.FullRows, opt.Partial); the server version is the sink's.
+func (t *Tx) ApplyRelationWith(ctx context.Context, relation string, opt ApplyOptions) error {
+	opt.ServerVersion = t.c.version
+	a, err := CompileApply(t.p.st, t.c.target.Schema(), relation, opt)
 	if err != nil {
 		return err
 	}

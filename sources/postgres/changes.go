@@ -26,6 +26,13 @@ import (
 // sinkpg.LogicalType's mapping cast to text). Rows are ordered by
 // __commit_version, an UPDATE_BEFORE directly before its UPDATE_AFTER.
 func ChangesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position) string {
+	return changesQuery(t, s, from, to, true)
+}
+
+// changesQuery is ChangesQuery; without ordered, the STANDARD read from an
+// offset has no final ORDER BY (pushdown materializes it, and the sink
+// orders or collapses by __commit_version itself), saving a sort.
+func changesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position, ordered bool) string {
 	cols := t.Table.Columns
 	names := make([]string, len(cols))
 	for i, c := range cols {
@@ -77,33 +84,45 @@ SELECT 'INSERT' AS "__change_type", %srow_number() OVER (ORDER BY __seq) AS "__c
 FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 	}
 
-	// STANDARD: net change per key from the first and last log row.
+	// STANDARD: net change per key from the first and last log row, in one
+	// sort of the window by (key, __seq): one WindowAgg carries the first
+	// row's image (first_value) to every row and marks the last row (no
+	// lead), which alone is kept.
 	keys := sinkpg.QuoteList("", t.Table.Key)
-	var on, fz, fRow, zRow, out []string
-	for _, k := range t.Table.Key {
-		on = append(on, "f."+sinkpg.Quote(k)+" = z."+sinkpg.Quote(k))
-	}
+	var wcols, firsts, fz, fRow, zRow, out []string
 	for i, n := range names {
+		wcols = append(wcols, "w."+n)
 		fi, zi := sinkpg.Quote(fmt.Sprintf("__f%d", i)), sinkpg.Quote(fmt.Sprintf("__z%d", i))
-		fz = append(fz, "f."+n+" AS "+fi, "z."+n+" AS "+zi)
+		// first_value drops the type modifier (numeric(10,2), char(84)):
+		// cast back so the result columns keep the table's types.
+		first := fmt.Sprintf("first_value(w.%s) OVER __k", n)
+		if cols[i].Native && cols[i].PGType != "" {
+			first = "(" + first + ")::" + cols[i].PGType
+		}
+		firsts = append(firsts, first+" AS "+fi)
+		fz = append(fz, "x."+fi+" AS "+fi, "x."+n+" AS "+zi)
 		fRow = append(fRow, "d."+fi)
 		zRow = append(zRow, "d."+zi)
 		out = append(out, fmt.Sprintf("CASE WHEN e.pre THEN d.%s ELSE d.%s END AS %s", fi, zi, n))
 	}
+	order := ""
+	if ordered {
+		order = "\nORDER BY d.__seq, e.o"
+	}
 	return w + fmt.Sprintf(`,
-f AS (SELECT DISTINCT ON (%[1]s) * FROM w ORDER BY %[1]s, __seq),
-z AS (SELECT DISTINCT ON (%[1]s) * FROM w ORDER BY %[1]s, __seq DESC),
-d AS (SELECT z.__seq, z.__ts, f.__op IN ('B', 'D') AS __was, z.__op IN ('I', 'A') AS __is, %[2]s
-      FROM f JOIN z ON %[3]s)
+x AS (SELECT w.__seq, w.__op, w.__ts, %[8]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop, %[2]s
+      FROM w WINDOW __k AS (PARTITION BY %[1]s ORDER BY w.__seq)),
+d AS (SELECT x.__seq, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A') AS __is, %[3]s
+      FROM x WHERE NOT x.__more)
 SELECT e.ct AS "__change_type", %[4]sdense_rank() OVER (ORDER BY d.__seq) AS "__commit_version",
        d.__ts AS "__commit_timestamp", %[5]s
 FROM d CROSS JOIN LATERAL (VALUES ('DELETE', 0, true), ('UPDATE_BEFORE', 0, true),
                                   ('UPDATE_AFTER', 1, false), ('INSERT', 1, false)) AS e(ct, o, pre)
 WHERE CASE e.ct WHEN 'INSERT' THEN NOT d.__was AND d.__is
                 WHEN 'DELETE' THEN d.__was AND NOT d.__is
-                ELSE d.__was AND d.__is AND ROW(%[6]s) IS DISTINCT FROM ROW(%[7]s) END
-ORDER BY d.__seq, e.o`, keys, strings.Join(fz, ", "), strings.Join(on, " AND "), version,
-		strings.Join(out, ", "), strings.Join(fRow, ", "), strings.Join(zRow, ", "))
+                ELSE d.__was AND d.__is AND ROW(%[6]s) IS DISTINCT FROM ROW(%[7]s) END%[9]s`,
+		keys, strings.Join(firsts, ", "), strings.Join(fz, ", "), version,
+		strings.Join(out, ", "), strings.Join(fRow, ", "), strings.Join(zRow, ", "), strings.Join(wcols, ", "), order)
 }
 
 // windowCTE returns "WITH w AS (…)": the log rows of the transactions

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
@@ -14,6 +15,16 @@ import (
 
 // readTable is the TEMP table a pushed-down run materializes its read in.
 const readTable = "sluice_read"
+
+// pushdownWorkMem is the work_mem a pushed-down run sets for its own
+// transaction (SET LOCAL; the session's value returns at COMMIT). The read
+// sorts the window's log rows by key and the net changes by __seq, and the
+// MERGE hashes the net changes: at PostgreSQL's default of 4MB each of
+// these spills to temporary files from a few ten thousand changes on.
+// 256MB keeps about a million log rows of a narrow table in memory; it is
+// a per-sort/per-hash limit of this one backend, so a run uses at most a
+// small multiple of it, and only while it runs.
+const pushdownWorkMem = "256MB"
 
 // Pushdown compiles p to SQL that runs inside this database in one
 // REPEATABLE READ transaction (runner.Pushdowner): the stream's changes
@@ -75,6 +86,56 @@ func projectSQL(p *plan.Plan, read string) (string, error) {
 	return fmt.Sprintf("(SELECT %s FROM %s AS c%s)", strings.Join(cols, ", "), read, where), nil
 }
 
+// The statements of a run around the read table.
+var (
+	setWorkMem  = "SET LOCAL work_mem = '" + pushdownWorkMem + "'"
+	countRead   = fmt.Sprintf(`SELECT "__change_type", count(*) FROM pg_temp.%s GROUP BY 1`, readTable)
+	analyzeRead = "ANALYZE pg_temp." + readTable
+)
+
+// readQuery materializes a read in the TEMP table readTable: ChangesQuery
+// without its final ORDER BY (the apply orders or collapses by
+// __commit_version itself).
+func readQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position) string {
+	return fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, changesQuery(t, s, from, to, false))
+}
+
+// keysPassThrough reports whether p merges on keys that include every
+// column of the source's primary key pk, each projected unchanged (a bare
+// column reference under a merge-key name): then the sink key of two net
+// changes of different source keys differs.
+func keysPassThrough(p *plan.Plan, pk []string) bool {
+	if p.Sink.Mode != plan.ModeMerge || p.Sink.Merge != nil || len(pk) == 0 {
+		return false
+	}
+	src := p.Source.Schema
+	col := func(rel, idx int) string { return "c." + sinkpg.Quote(src.Columns[idx].Name) }
+	isKey := func(name string) bool {
+		for _, k := range p.Sink.Keys {
+			if strings.EqualFold(k, name) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range pk {
+		found := false
+		for _, it := range p.Project {
+			if it.Expr == nil || !isKey(it.Name) {
+				continue
+			}
+			if x, err := it.Expr.SQL(sinkpg.Dialect, col); err == nil && x == "c."+sinkpg.Quote(k) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
 // pushdown is a compiled pushdown (runner.PushdownPlan).
 type pushdown struct {
 	b        *Backend
@@ -82,6 +143,7 @@ type pushdown struct {
 	s        *runner.StreamInfo
 	relation string
 	sink     *sinkpg.Plan
+	full     bool // the read has one change per merge key (sinkpg.ApplyOptions.FullRows)
 	steps    []plan.Step
 }
 
@@ -113,18 +175,24 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	apply, err := sinkpg.CompileApply(&pd.p.Sink, target, pd.relation, sinkpg.ApplyOptions{ServerVersion: b.version})
+	// A STANDARD read has one net change per primary key (an update as an
+	// UPDATE_BEFORE/UPDATE_AFTER pair): when the merge keys pass the primary
+	// key through, the sink needs no collapse.
+	pd.full = s.Mode != dsl.ModeAppendOnly && keysPassThrough(pd.p, tr.Table.Key)
+	apply, err := sinkpg.CompileApply(&pd.p.Sink, target, pd.relation, sinkpg.ApplyOptions{ServerVersion: b.version, FullRows: pd.full})
 	if err != nil {
 		return fmt.Errorf("%w: %v", runner.ErrNoPushdown, err)
 	}
 	pd.steps = []plan.Step{
 		src("serialize runs of this job (session lock)", "SELECT pg_advisory_lock(hashtext('sluice.job:' || $1))"),
 		src("one transaction for read, write and offset; its snapshot is the read point", "BEGIN ISOLATION LEVEL REPEATABLE READ"),
+		src("memory for the sorts and hashes of this transaction (not spilled to disk)", setWorkMem),
 		src("fix the read point and check the cluster", "SELECT pg_current_snapshot()::text, (SELECT system_identifier::text FROM pg_control_system())"),
 		src("start from the job's checkpoint (same stream ID) or the stream's offset", `SELECT position, id FROM sluice.streams WHERE name = $1`),
 		src("narrow the read point to the table's changes", fmt.Sprintf("SELECT max(l.__txid) FROM %s l WHERE %s", tr.LogRef(), WindowPredicate("l.__txid", fp, Position{Snap: "<pg_current_snapshot()>"}))),
-		src("read the stream's changes after the offset, up to the read point", fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, ChangesQuery(tr, s, fp, to))),
-		src("count the changes read by change type", fmt.Sprintf(`SELECT "__change_type", count(*) FROM pg_temp.%s GROUP BY 1`, readTable)),
+		src("read the stream's changes after the offset, up to the read point", readQuery(tr, s, fp, to)),
+		src("count the changes read by change type", countRead),
+		src("statistics of the read, so the apply is planned for its real size (a MERGE then hashes the read, not the target)", analyzeRead),
 	}
 	// What the sink's Attach runs in this transaction, then the apply over
 	// the read, then the checkpoint (exactly what Run executes).
@@ -178,6 +246,9 @@ func (pd *pushdown) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stats, cdc.Offset, cdc.Offset, error) {
 	b := pd.b
 	var none cdc.Offset
+	if _, err := tx.Exec(ctx, setWorkMem); err != nil {
+		return runner.Stats{}, none, none, err
+	}
 	// The first statement takes the transaction's snapshot (the read point).
 	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 		return runner.Stats{}, none, none, err
@@ -211,14 +282,14 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 	}
 	stats := runner.Stats{Read: map[cdc.Op]int64{}}
 	if fp == nil || fp.Snap != toPos.Snap || fp.Initial {
-		q := fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, ChangesQuery(t, s, fp, toPos))
+		q := readQuery(t, s, fp, toPos)
 		if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS pg_temp."+readTable); err != nil {
 			return runner.Stats{}, none, none, err
 		}
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return runner.Stats{}, none, none, b.wrap(err, "read table stream %s", s.Name)
 		}
-		rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT "__change_type", count(*) FROM pg_temp.%s GROUP BY 1`, readTable))
+		rows, err := tx.Query(ctx, countRead)
 		if err != nil {
 			return runner.Stats{}, none, none, err
 		}
@@ -235,7 +306,10 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 		if err := rows.Err(); err != nil {
 			return runner.Stats{}, none, none, err
 		}
-		if err := stx.ApplyRelation(ctx, pd.relation); err != nil {
+		if _, err := tx.Exec(ctx, analyzeRead); err != nil {
+			return runner.Stats{}, none, none, err
+		}
+		if err := stx.ApplyRelationWith(ctx, pd.relation, sinkpg.ApplyOptions{FullRows: pd.full}); err != nil {
 			return runner.Stats{}, none, none, err
 		}
 	}

@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/plan"
+)
+
+// TestPushdownFullRowsOnlyForPassThroughKeys: a merge on the table's
+// primary key passed through skips the collapse (no net-change table) and
+// sets work_mem; a merge on a computed key, where several source keys meet,
+// still collapses to the last change per sink key.
+func TestPushdownFullRowsOnlyForPassThroughKeys(t *testing.T) {
+	b, _ := openDB(t)
+	ctx := context.Background()
+	sqlExec(t, b, `CREATE TABLE fr (id int PRIMARY KEY, v numeric(10,2))`, `INSERT INTO fr VALUES (1, 1), (2, 2)`)
+	track(t, b, "fr")
+	mkStream(t, b, "sa", "fr", dsl.ModeStandard, false)
+	mkStream(t, b, "sb", "fr", dsl.ModeStandard, false)
+
+	pa, sa := bindPlan(t, b, "sa", "", []string{"id", "v"},
+		plan.SinkStage{Backend: "postgres", Table: "ra", Mode: plan.ModeMerge, Keys: []string{"id"}})
+	pb, sb := bindPlan(t, b, "sb", "", []string{"id % 2 AS k", "v"},
+		plan.SinkStage{Backend: "postgres", Table: "rb", Mode: plan.ModeMerge, Keys: []string{"k"}})
+	pda, err := b.Pushdown(ctx, pa, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdb, err := b.Pushdown(ctx, pb, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlOf := func(steps []plan.Step) string {
+		var all []string
+		for _, st := range steps {
+			all = append(all, st.SQL)
+		}
+		return strings.Join(all, "\n")
+	}
+	if a := sqlOf(pda.Steps()); strings.Contains(a, "sluice_net") || !strings.Contains(a, "SET LOCAL work_mem") {
+		t.Errorf("pass-through key: want no net-change table and SET LOCAL work_mem:\n%s", a)
+	}
+	if bq := sqlOf(pdb.Steps()); !strings.Contains(bq, "sluice_net") {
+		t.Errorf("computed key: want the collapse into sluice_net:\n%s", bq)
+	}
+
+	sqlExec(t, b, `UPDATE fr SET v = 10 WHERE id = 1`, `INSERT INTO fr VALUES (3, 3)`, `UPDATE fr SET v = 30 WHERE id = 3`,
+		`DELETE FROM fr WHERE id = 2`, `INSERT INTO fr VALUES (4, 4)`, `UPDATE fr SET v = 4 WHERE id = 4`)
+	stA, _, _, err := pda.Run(ctx, "ja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stB, _, _, err := pdb.Run(ctx, "jb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := func(q string) []string {
+		t.Helper()
+		rs, err := b.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rs.Rows {
+			out = append(out, cdc.FormatValue(r[0], rs.Columns[0].Type)+" "+cdc.FormatValue(r[1], rs.Columns[1].Type))
+		}
+		return out
+	}
+	// ra started empty: updates of keys it never saw insert them.
+	check(t, "pass-through merge", rows(`SELECT id, v FROM ra ORDER BY id`), []string{"1 10.00", "3 30.00", "4 4.00"})
+	// Net changes in __seq order of their last log row: id 1 (k 1),
+	// id 3 (k 1), id 2 deleted (k 0), id 4 inserted (k 0): the last per k wins.
+	check(t, "computed-key merge", rows(`SELECT k, v FROM rb ORDER BY k`), []string{"0 4.00", "1 30.00"})
+	if stA.Read[cdc.OpUpdateBefore] != 1 || stA.Written[cdc.OpUpdateAfter] != 1 || stA.Written[cdc.OpInsert] != 2 || stA.Written[cdc.OpDelete] != 1 {
+		t.Errorf("pass-through stats: %+v", stA)
+	}
+	if stB.Written[cdc.OpInsert]+stB.Written[cdc.OpUpdateAfter]+stB.Written[cdc.OpDelete] != 2 {
+		t.Errorf("computed-key stats: %+v", stB)
+	}
+}
