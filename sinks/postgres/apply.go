@@ -3,33 +3,24 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"github.com/sluicedata/sluice/sinks/changerel"
 	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
 )
 
-// Names of the columns of a change relation. A change relation is a table
-// or parenthesized SELECT with, in any order:
-//
-//	__op      text    the change type (INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE)
-//	__ver     bigint  the commit version (cdc.Change.CommitVersion)
-//	__ord     bigint  the order of arrival among equal versions
-//	__present text    NULL for a full row; else one '1'/'0' per projected
-//	                  column: whether the column is carried (partial rows)
-//	<columns> the projected columns (plan.SinkStage.Schema), by name
+// The change-relation contract (package changerel).
 const (
-	colOp      = "__op"
-	colVer     = "__ver"
-	colOrd     = "__ord"
-	colPresent = "__present"
+	colOp      = changerel.Op
+	colVer     = changerel.Ver
+	colOrd     = changerel.Ord
+	colPresent = changerel.Present
+	netTable   = changerel.NetTable
 )
 
 // StageTable is the TEMP table a sink transaction stages merge rows in.
-const StageTable = "sluice_stage"
-
-// netTable is the TEMP table holding the net change per key of a merge.
-const netTable = "sluice_net"
+const StageTable = changerel.StageTable
 
 // MinMergeVersion is the first server_version_num with MERGE (15).
 const MinMergeVersion = 150000

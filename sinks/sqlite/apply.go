@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"github.com/sluicedata/sluice/sinks/changerel"
 	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
@@ -10,20 +11,17 @@ import (
 	"github.com/sluicedata/sluice/plan"
 )
 
-// Names of the columns of a change relation (see the package doc).
+// The change-relation contract (package changerel).
 const (
-	colOp      = "__op"
-	colVer     = "__ver"
-	colOrd     = "__ord"
-	colPresent = "__present"
+	colOp      = changerel.Op
+	colVer     = changerel.Ver
+	colOrd     = changerel.Ord
+	colPresent = changerel.Present
+	netTable   = changerel.NetTable
 )
 
-// StageTable is the TEMP table a sink transaction stages merge rows in;
-// its columns follow the change-relation contract of the package doc.
-const StageTable = "sluice_stage"
-
-// netTable is the TEMP table holding the net change per key of a merge.
-const netTable = "sluice_net"
+// StageTable is the TEMP table a sink transaction stages merge rows in.
+const StageTable = changerel.StageTable
 
 type stmtKind uint8
 
