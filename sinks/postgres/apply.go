@@ -3,11 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"github.com/sluicedata/sluice/sinks/changerel"
 	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/sinks/changerel"
 )
 
 // The change-relation contract (package changerel).

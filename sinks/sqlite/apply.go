@@ -3,12 +3,12 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"github.com/sluicedata/sluice/sinks/changerel"
 	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/internal/sqlitex"
 	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/sinks/changerel"
 )
 
 // The change-relation contract (package changerel).
