@@ -15,7 +15,8 @@ const CheckpointTable = "sluice_checkpoints"
 
 const createCheckpointsSQL = `CREATE TABLE IF NOT EXISTS sluice_checkpoints (job TEXT PRIMARY KEY, stream TEXT NOT NULL, stream_id TEXT NOT NULL, "offset" TEXT NOT NULL, updated_at TEXT NOT NULL)`
 
-const selectCheckpointSQL = `SELECT stream, stream_id, "offset", updated_at FROM sluice_checkpoints WHERE job = ?`
+// SelectCheckpointSQL reads a job's checkpoint row (parameter: the job name).
+const SelectCheckpointSQL = `SELECT stream, stream_id, "offset", updated_at FROM sluice_checkpoints WHERE job = ?`
 
 const upsertCheckpointSQL = `INSERT INTO sluice_checkpoints (job, stream, stream_id, "offset", updated_at) VALUES (?, ?, ?, ?, ?) ` +
 	`ON CONFLICT (job) DO UPDATE SET stream = excluded.stream, stream_id = excluded.stream_id, "offset" = excluded."offset", updated_at = excluded.updated_at`
@@ -23,7 +24,7 @@ const upsertCheckpointSQL = `INSERT INTO sluice_checkpoints (job, stream, stream
 // ReadCheckpoint returns the checkpoint of job stored in q's database, ok
 // false when there is none (or no checkpoint table yet).
 func ReadCheckpoint(ctx context.Context, q Querier, job string) (runner.Checkpoint, bool, error) {
-	rows, err := q.QueryContext(ctx, selectCheckpointSQL, job)
+	rows, err := q.QueryContext(ctx, SelectCheckpointSQL, job)
 	if err != nil {
 		if ok, _ := tableExists(ctx, q, CheckpointTable); !ok {
 			return runner.Checkpoint{}, false, nil

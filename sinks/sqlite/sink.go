@@ -63,14 +63,16 @@ func (s *Sink) Prepare(ctx context.Context, st *plan.SinkStage) (*Plan, error) {
 		return nil, err
 	}
 	p.steps = c.steps(p.st, exists)
+	p.attachSt = c.attachSteps(p.st, exists)
 	return p, nil
 }
 
 // Plan is a compiled SQLite sink (runner.SinkPlan).
 type Plan struct {
-	sink  *Sink
-	st    *plan.SinkStage
-	steps []plan.Step
+	sink     *Sink
+	st       *plan.SinkStage
+	steps    []plan.Step
+	attachSt []plan.Step
 }
 
 // Steps returns the statements a run executes, in order: the transaction,
@@ -171,15 +173,40 @@ func quoteList(names []string) string {
 
 // steps lists what a run executes, for the plan.
 func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
-	sk := func(what, sql string) plan.Step { return plan.Step{Where: "sink", What: what, SQL: sql} }
-	out := []plan.Step{sk("begin the sink transaction (takes the write lock)", "BEGIN IMMEDIATE"),
-		sk("create the checkpoint table if missing", createCheckpointsSQL)}
+	out := []plan.Step{sinkStep("begin the sink transaction (takes the write lock)", "BEGIN IMMEDIATE")}
+	out = append(out, c.attachSteps(st, exists)...)
+	if c.apply == nil {
+		out = append(out, sinkStep("insert each row (prepared statement)", c.insert))
+	} else {
+		out = append(out, sinkStep("stage each change (prepared statement)", c.insert))
+		out = append(out, c.apply.Steps()...)
+		out = append(out, sinkStep("drop the staging table", "DROP TABLE temp."+StageTable))
+	}
+	return append(out, CheckpointStep(), sinkStep("commit rows and checkpoint together", "COMMIT"))
+}
+
+func sinkStep(what, sql string) plan.Step { return plan.Step{Where: "sink", What: what, SQL: sql} }
+
+// CheckpointStep is the statement that stores the job's checkpoint in the
+// sink transaction.
+func CheckpointStep() plan.Step {
+	return sinkStep("store the job's checkpoint in the same transaction (offset = read point)", upsertCheckpointSQL)
+}
+
+// AttachSteps lists what Attach executes in the caller's transaction, in
+// order (for a pushdown plan): the checkpoint table, the job's checkpoint,
+// the target's creation or overwrite, the staging table.
+func (p *Plan) AttachSteps() []plan.Step { return p.attachSt }
+
+// attachSteps lists what attach executes.
+func (c *compiled) attachSteps(st *plan.SinkStage, exists bool) []plan.Step {
+	out := []plan.Step{sinkStep("create the checkpoint table if missing", createCheckpointsSQL)}
 	if !exists {
-		out = append(out, sk(fmt.Sprintf("create the missing target %s", st.Table), c.create))
+		out = append(out, sinkStep(fmt.Sprintf("create the missing target %s", st.Table), c.create))
 	}
 	switch st.Mode {
 	case plan.ModeOverwrite:
-		out = append(out, sk("remove the target's rows (mode overwrite)", "DELETE FROM "+sqlitex.Quote(st.Table)))
+		out = append(out, sinkStep("remove the target's rows (mode overwrite)", "DELETE FROM "+sqlitex.Quote(st.Table)))
 	case plan.ModeErrorIfExists:
 		if exists {
 			out = append(out, plan.Step{Where: "sink", What: fmt.Sprintf("fail: target %s exists (mode errorifexists)", st.Table)})
@@ -189,13 +216,8 @@ func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
 			out = append(out, plan.Step{Where: "sink", What: fmt.Sprintf("do nothing: target %s exists (mode ignore); nothing is consumed", st.Table)})
 		}
 	}
-	if c.apply == nil {
-		out = append(out, sk("insert each row (prepared statement)", c.insert))
-	} else {
-		out = append(out, sk("create the staging table", c.stage), sk("stage each change (prepared statement)", c.insert))
-		out = append(out, c.apply.Steps()...)
-		out = append(out, sk("drop the staging table", "DROP TABLE temp."+StageTable))
+	if c.stage != "" {
+		out = append(out, sinkStep("drop a leftover staging table", "DROP TABLE IF EXISTS temp."+StageTable), sinkStep("create the staging table", c.stage))
 	}
-	out = append(out, sk("store the job's checkpoint in the same transaction", upsertCheckpointSQL), sk("commit rows and checkpoint together", "COMMIT"))
 	return out
 }

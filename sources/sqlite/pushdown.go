@@ -89,15 +89,18 @@ func (b *Backend) Pushdown(ctx context.Context, p *plan.Plan, s *runner.StreamIn
 	pp := &pushPlan{b: b, p: p, stream: s.Name, sink: sp, relation: relation}
 	pp.steps = []plan.Step{
 		{Where: "source", What: "begin one write transaction for read, write and offset", SQL: "BEGIN IMMEDIATE"},
-		{Where: "sink", What: "prepare the target (create if missing; overwrite deletes) and read the job's checkpoint"},
-		{Where: "source", What: "fix the read point", SQL: `SELECT seq FROM sqlite_sequence WHERE name = ?`},
-		{Where: "source", What: "drop a leftover read", SQL: "DROP TABLE IF EXISTS temp." + pushTable},
-		{Where: "source", What: "read the stream's changes once", SQL: "CREATE TEMP TABLE " + pushTable + " AS SELECT * FROM (" + read + ")"},
-		{Where: "source", What: "count the changes read by change type", SQL: pushCountSQL},
 	}
+	pp.steps = append(pp.steps, sp.AttachSteps()...)
+	pp.steps = append(pp.steps,
+		plan.Step{Where: "sink", What: "read the job's checkpoint", SQL: sinksqlite.SelectCheckpointSQL},
+		plan.Step{Where: "source", What: "fix the read point", SQL: `SELECT seq FROM sqlite_sequence WHERE name = ?`},
+		plan.Step{Where: "source", What: "drop a leftover read", SQL: "DROP TABLE IF EXISTS temp." + pushTable},
+		plan.Step{Where: "source", What: "read the stream's changes once", SQL: "CREATE TEMP TABLE " + pushTable + " AS SELECT * FROM (" + read + ")"},
+		plan.Step{Where: "source", What: "count the changes read by change type", SQL: pushCountSQL},
+	)
 	pp.steps = append(pp.steps, apply.Steps()...)
 	pp.steps = append(pp.steps,
-		plan.Step{Where: "sink", What: "store the job's checkpoint (offset = read point)"},
+		sinksqlite.CheckpointStep(),
 		plan.Step{Where: "source", What: "move the stream's offset to the read point (compare-and-set)", SQL: `UPDATE sluice_streams SET "offset" = ? WHERE name = ? AND id = ? AND "offset" = ?`},
 		plan.Step{Where: "source", What: "purge the change log every stream on the table consumed", SQL: `DELETE FROM ` + sqlitex.Quote(logTable(s.Table)) + ` WHERE seq <= ?`},
 		plan.Step{Where: "source", What: "drop the read", SQL: "DROP TABLE temp." + pushTable},
