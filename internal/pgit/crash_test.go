@@ -182,6 +182,10 @@ sink: {table: events_log, mode: append, connection: %q}
 				what = "killed between the sink commit and the offset advance"
 			case a.checkpoint != b.checkpoint && a.stream == a.checkpoint:
 				what = "killed after the offset advance"
+			case a.checkpoint == b.checkpoint && b.stream != b.checkpoint && a.stream == a.checkpoint:
+				// An earlier kill left the checkpoint ahead; this run read
+				// nothing new and moved the stream's offset up to it.
+				what = "offset caught up with the sink checkpoint"
 			default:
 				t.Fatalf("iteration %d: %s: the stream offset moved to %q without the sink checkpoint (%q → %q)", i, job, a.stream, b.checkpoint, a.checkpoint)
 			}
