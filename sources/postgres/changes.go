@@ -26,13 +26,28 @@ import (
 // sinkpg.LogicalType's mapping cast to text). Rows are ordered by
 // __commit_version, an UPDATE_BEFORE directly before its UPDATE_AFTER.
 func ChangesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position) string {
-	return changesQuery(t, s, from, to, true)
+	base := ""
+	if to.hasSeqBase {
+		base = fmt.Sprintf("%d", to.seqBase)
+	}
+	return changesQuery(t, s, from, to, true, base)
+}
+
+// seqVersioned reports whether a read from from uses the __seq offset
+// version (seqBase) rather than a dense rank: the STANDARD read from an
+// offset.
+func seqVersioned(s *runner.StreamInfo, from *Position) bool {
+	return from != nil && !from.Initial && s.Mode != dsl.ModeAppendOnly
 }
 
 // changesQuery is ChangesQuery; without ordered, the STANDARD read from an
 // offset has no final ORDER BY (pushdown materializes it, and the sink
-// orders or collapses by __commit_version itself), saving a sort.
-func changesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position, ordered bool) string {
+// orders or collapses by __commit_version itself), saving a sort. base is
+// the SQL of the window's min(__seq) - 1 (a literal or a bound parameter):
+// when set, the STANDARD read from an offset versions a change
+// (batch << 32) + (__seq - base), which needs no sort; when empty, by the
+// dense rank of __seq.
+func changesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position, ordered bool, base string) string {
 	cols := t.Table.Columns
 	names := make([]string, len(cols))
 	for i, c := range cols {
@@ -105,6 +120,10 @@ FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 		zRow = append(zRow, "d."+zi)
 		out = append(out, fmt.Sprintf("CASE WHEN e.pre THEN d.%s ELSE d.%s END AS %s", fi, zi, n))
 	}
+	rank := "dense_rank() OVER (ORDER BY d.__seq)"
+	if base != "" {
+		rank = "(d.__seq - " + base + ")"
+	}
 	order := ""
 	if ordered {
 		order = "\nORDER BY d.__seq, e.o"
@@ -114,7 +133,7 @@ x AS (SELECT w.__seq, w.__op, w.__ts, %[8]s, lead(true, 1, false) OVER __k AS __
       FROM w WINDOW __k AS (PARTITION BY %[1]s ORDER BY w.__seq)),
 d AS (SELECT x.__seq, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A') AS __is, %[3]s
       FROM x WHERE NOT x.__more)
-SELECT e.ct AS "__change_type", %[4]sdense_rank() OVER (ORDER BY d.__seq) AS "__commit_version",
+SELECT e.ct AS "__change_type", %[4]s%[10]s AS "__commit_version",
        d.__ts AS "__commit_timestamp", %[5]s
 FROM d CROSS JOIN LATERAL (VALUES ('DELETE', 0, true), ('UPDATE_BEFORE', 0, true),
                                   ('UPDATE_AFTER', 1, false), ('INSERT', 1, false)) AS e(ct, o, pre)
@@ -122,7 +141,7 @@ WHERE CASE e.ct WHEN 'INSERT' THEN NOT d.__was AND d.__is
                 WHEN 'DELETE' THEN d.__was AND NOT d.__is
                 ELSE d.__was AND d.__is AND ROW(%[6]s) IS DISTINCT FROM ROW(%[7]s) END%[9]s`,
 		keys, strings.Join(firsts, ", "), strings.Join(fz, ", "), version,
-		strings.Join(out, ", "), strings.Join(fRow, ", "), strings.Join(zRow, ", "), strings.Join(wcols, ", "), order)
+		strings.Join(out, ", "), strings.Join(fRow, ", "), strings.Join(zRow, ", "), strings.Join(wcols, ", "), order, rank)
 }
 
 // windowCTE returns "WITH w AS (…)": the log rows of the transactions

@@ -69,11 +69,17 @@
 // is refused with ErrClusterMismatch. A read from an offset behind the
 // stream's own offset (Covers) is refused with ErrPurged.
 //
-// __commit_version is (batch << 32) + the dense rank of the change's last
-// log row within the batch: it increases strictly from batch to batch
-// (batch counts reads that saw a new snapshot), and within a batch follows
-// __seq, which is commit order per key. An UPDATE_BEFORE and its
-// UPDATE_AFTER share a version. __commit_timestamp is the writing
+// __commit_version is (batch << 32) + an offset of the change's last log
+// row within the batch: it increases strictly from batch to batch (batch
+// counts reads that saw a new snapshot), and within a batch follows __seq,
+// which is commit order per key. An UPDATE_BEFORE and its UPDATE_AFTER
+// share a version. For a STANDARD read from an offset the offset is
+// __seq - (min(__seq) of the window - 1), with the window's min and max
+// __seq taken by the query that narrows the read point (no sort of the
+// changes); it lies in 1 .. 2^32-1 while the window's __seq span is below
+// 2^32, and a wider window (and the other reads: initial rows, APPEND_ONLY,
+// the first read of a stream without an offset) uses the dense rank of
+// __seq instead. Versions within a batch are thus increasing, not dense. __commit_timestamp is the writing
 // transaction's now() in UTC (PostgreSQL does not expose commit times
 // without track_commit_timestamp); initial rows carry the stream's
 // creation time.

@@ -16,6 +16,11 @@ type Position struct {
 	Batch   int64  // reads that produced this position
 	Snap    string // pg_snapshot text "xmin:xmax:xip1,xip2"
 	Initial bool   // the initial rows are still to be returned
+
+	// Not stored: set by readPoint on the read point of a read from an
+	// offset whose window's __seq span is below 2^32 (see seqVersion).
+	hasSeqBase bool
+	seqBase    int64 // min(__seq) of the window - 1
 }
 
 // Xmin returns the snapshot's xmin.

@@ -95,9 +95,16 @@ var (
 
 // readQuery materializes a read in the TEMP table readTable: ChangesQuery
 // without its final ORDER BY (the apply orders or collapses by
-// __commit_version itself).
-func readQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position) string {
-	return fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, changesQuery(t, s, from, to, false))
+// __commit_version itself). With seqBase (a STANDARD read from an offset
+// whose window's __seq span fits, Position.hasSeqBase), the versions are
+// offsets from the bound parameter $1, the window's min(__seq) - 1, which
+// the run passes; the plan shows the same text.
+func readQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position, seqBase bool) string {
+	base := ""
+	if seqBase {
+		base = "$1::bigint"
+	}
+	return fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, changesQuery(t, s, from, to, false, base))
 }
 
 // keysPassThrough reports whether p merges on keys that include every
@@ -189,11 +196,18 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 		src("memory for the sorts and hashes of this transaction (not spilled to disk)", setWorkMem),
 		src("fix the read point and check the cluster", "SELECT pg_current_snapshot()::text, (SELECT system_identifier::text FROM pg_control_system())"),
 		src("start from the job's checkpoint (same stream ID) or the stream's offset", `SELECT position, id FROM sluice.streams WHERE name = $1`),
-		src("narrow the read point to the table's changes", fmt.Sprintf("SELECT max(l.__txid) FROM %s l WHERE %s", tr.LogRef(), WindowPredicate("l.__txid", fp, Position{Snap: "<pg_current_snapshot()>"}))),
-		src("read the stream's changes after the offset, up to the read point", readQuery(tr, s, fp, to)),
-		src("count the changes read by change type", countRead),
-		src("statistics of the read, so the apply is planned for its real size (a MERGE then hashes the read, not the target)", analyzeRead),
 	}
+	read := src("read the stream's changes after the offset, up to the read point", readQuery(tr, s, fp, to, false))
+	pd.steps = append(pd.steps, src("narrow the read point to the table's changes; bound the window's __seq", windowBoundsQuery(tr, fp, Position{Snap: "<pg_current_snapshot()>"})))
+	if seqVersioned(s, fp) {
+		read = src("read the stream's changes after the offset, up to the read point; $1 = min(__seq) - 1 of the window "+
+			"(a window whose __seq span reaches 2^32 is versioned by dense_rank() OVER (ORDER BY d.__seq) instead)",
+			readQuery(tr, s, fp, to, true))
+	}
+	pd.steps = append(pd.steps,
+		read,
+		src("count the changes read by change type", countRead),
+		src("statistics of the read, so the apply is planned for its real size (a MERGE then hashes the read, not the target)", analyzeRead))
 	// What the sink's Attach runs in this transaction, then the apply over
 	// the read, then the checkpoint (exactly what Run executes).
 	pd.steps = append(pd.steps, pd.sink.AttachSteps()...)
@@ -282,11 +296,16 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 	}
 	stats := runner.Stats{Read: map[cdc.Op]int64{}}
 	if fp == nil || fp.Snap != toPos.Snap || fp.Initial {
-		q := readQuery(t, s, fp, toPos)
+		var args []any
+		seqBase := seqVersioned(s, fp) && toPos.hasSeqBase
+		if seqBase {
+			args = append(args, toPos.seqBase)
+		}
+		q := readQuery(t, s, fp, toPos, seqBase)
 		if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS pg_temp."+readTable); err != nil {
 			return runner.Stats{}, none, none, err
 		}
-		if _, err := tx.Exec(ctx, q); err != nil {
+		if _, err := tx.Exec(ctx, q, args...); err != nil {
 			return runner.Stats{}, none, none, b.wrap(err, "read table stream %s", s.Name)
 		}
 		rows, err := tx.Query(ctx, countRead)

@@ -68,20 +68,36 @@ func (b *Backend) readPoint(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo
 	// window (or the old xmax) that are complete in the new snapshot are
 	// visible; the ones still running stay in xip. It depends on the table's
 	// changes, not on unrelated activity in the cluster.
-	var maxTxid *uint64
-	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT max(l.__txid)::text::bigint FROM %s l WHERE %s`, t.LogRef(), WindowPredicate("l.__txid", &fp, now))).Scan(&maxTxid); err != nil {
+	var maxTxid, minSeq, maxSeq *int64
+	if err := tx.QueryRow(ctx, windowBoundsQuery(t, &fp, now)).Scan(&maxTxid, &minSeq, &maxSeq); err != nil {
 		return nil, nil, Position{}, b.wrap(err, "read table stream %s", s.Name)
 	}
 	xmax := fp.Xmax()
-	if maxTxid != nil && *maxTxid+1 > xmax {
-		xmax = *maxTxid + 1
+	if maxTxid != nil && uint64(*maxTxid)+1 > xmax {
+		xmax = uint64(*maxTxid) + 1
 	}
 	to := Position{System: sys, Batch: fp.Batch, Snap: snapshotText(xmax, now.Xip())}
+	if minSeq != nil && maxSeq != nil && *maxSeq-*minSeq < maxSeqSpan {
+		to.hasSeqBase, to.seqBase = true, *minSeq-1
+	}
 	if to.Snap == fp.Snap && !fp.Initial {
 		return t, &fp, fp, nil // nothing new: the read point stays
 	}
 	to.Batch = fp.Batch + 1
 	return t, &fp, to, nil
+}
+
+// maxSeqSpan bounds the __seq span (max - min) of a window whose
+// __commit_version is (batch << 32) + (__seq - seqBase): below it the
+// offsets stay within 1 .. 2^32-1. A wider window falls back to the dense
+// rank of __seq.
+const maxSeqSpan = 1<<32 - 1
+
+// windowBoundsQuery is the query of readPoint that narrows the read point
+// (max(__txid) of the window) and bounds the window's __seq (min, max),
+// for the version offsets of ChangesQuery.
+func windowBoundsQuery(t *Tracked, from *Position, now Position) string {
+	return fmt.Sprintf(`SELECT max(l.__txid)::text::bigint, min(l.__seq), max(l.__seq) FROM %s l WHERE %s`, t.LogRef(), WindowPredicate("l.__txid", from, now))
 }
 
 // snapshotText renders the pg_snapshot with the given xmax whose xip list
