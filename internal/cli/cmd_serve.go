@@ -72,7 +72,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	reload(ctx)
-	if err := srv.Start(ctx); err != nil {
+	// Runs must outlive the signal: SIGINT/SIGTERM end ctx, and Shutdown
+	// lets running batches commit for --grace before it cancels them.
+	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
 	hup := make(chan os.Signal, 1)
