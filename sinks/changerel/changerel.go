@@ -14,6 +14,8 @@
 //	                   stored as the sink's backend stores their types
 package changerel
 
+import "github.com/sluicedata/sluice/cdc"
+
 // The column names.
 const (
 	Op      = "__op"
@@ -28,3 +30,30 @@ const (
 	StageTable = "sluice_stage"
 	NetTable   = "sluice_net"
 )
+
+// Rows is what CountOps reads: *sql.Rows and pgx.Rows both fit.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// CountOps adds the rows of a count query — (__op text, count integer) per
+// change type — to into. It returns the scan error, an error wrapping
+// cdc.ErrBadValue for an unknown change type, or rows.Err(). The caller
+// closes rows.
+func CountOps(rows Rows, into map[cdc.Op]int64) error {
+	for rows.Next() {
+		var op string
+		var n int64
+		if err := rows.Scan(&op, &n); err != nil {
+			return err
+		}
+		o, err := cdc.ParseOp(op)
+		if err != nil {
+			return err
+		}
+		into[o] += n
+	}
+	return rows.Err()
+}

@@ -376,23 +376,12 @@ func (a *Apply) wrap(err error, s plan.Step) error {
 	return fmt.Errorf("postgres sink: %s %s: %w", s.What, Quote(a.table), err)
 }
 
+// countOps runs a count query (see changerel.CountOps) and adds its rows to into.
 func countOps(ctx context.Context, q Querier, query string, into map[cdc.Op]int64) error {
 	rows, err := q.Query(ctx, query)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var op string
-		var n int64
-		if err := rows.Scan(&op, &n); err != nil {
-			return err
-		}
-		o, err := cdc.ParseOp(op)
-		if err != nil {
-			return err
-		}
-		into[o] += n
-	}
-	return rows.Err()
+	return changerel.CountOps(rows, into)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
+	"github.com/sluicedata/sluice/sinks/changerel"
 	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
 )
 
@@ -312,17 +313,9 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 		if err != nil {
 			return runner.Stats{}, none, none, err
 		}
-		for rows.Next() {
-			var op string
-			var n int64
-			if err := rows.Scan(&op, &n); err != nil {
-				rows.Close()
-				return runner.Stats{}, none, none, err
-			}
-			o, _ := cdc.ParseOp(op)
-			stats.Read[o] += n
-		}
-		if err := rows.Err(); err != nil {
+		err = changerel.CountOps(rows, stats.Read)
+		rows.Close()
+		if err != nil {
 			return runner.Stats{}, none, none, err
 		}
 		if _, err := tx.Exec(ctx, analyzeRead); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicedata/sluice/internal/sqlitex"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
+	"github.com/sluicedata/sluice/sinks/changerel"
 	sinksqlite "github.com/sluicedata/sluice/sinks/sqlite"
 )
 
@@ -219,23 +220,12 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner
 	return stats, from, to, nil
 }
 
+// countOps runs a count query (see changerel.CountOps) and adds its rows to into.
 func countOps(ctx context.Context, q sqlitex.Querier, query string, into map[cdc.Op]int64) error {
 	rows, err := q.QueryContext(ctx, query)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var op string
-		var n int64
-		if err := rows.Scan(&op, &n); err != nil {
-			return err
-		}
-		o, err := cdc.ParseOp(op)
-		if err != nil {
-			return err
-		}
-		into[o] += n
-	}
-	return rows.Err()
+	return changerel.CountOps(rows, into)
 }
