@@ -84,7 +84,7 @@ var formatPlans = []struct {
 			Source: SourceStage{
 				Conn: "postgres://sluice:xxxxx@db.example:5432/shop", Backend: "postgres", Stream: "orders_stream",
 				Table: "orders", Mode: "APPEND_ONLY",
-				Schema: cdc.StreamSchema(cdc.Schema{Columns: []cdc.Column{{Name: "id", Type: cdc.TypeBigInt}, {Name: "note", Type: cdc.Type{Kind: cdc.KindVarchar, Length: 20}}}}),
+				Schema:      cdc.StreamSchema(cdc.Schema{Columns: []cdc.Column{{Name: "id", Type: cdc.TypeBigInt}, {Name: "note", Type: cdc.Type{Kind: cdc.KindVarchar, Length: 20}}}}),
 				TableSchema: cdc.Schema{Columns: []cdc.Column{{Name: "id", Type: cdc.TypeBigInt}, {Name: "note", Type: cdc.Type{Kind: cdc.KindVarchar, Length: 20}}}},
 			},
 			Project: []ProjectItem{

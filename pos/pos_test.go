@@ -77,8 +77,8 @@ func TestAt(t *testing.T) {
 		{3, Pos{"job.sql", 1, 4}}, // the first newline: still line 1, after é's 2 bytes
 		{4, Pos{"job.sql", 2, 1}}, // b
 		{5, Pos{"job.sql", 2, 2}},
-		{6, Pos{"job.sql", 3, 1}}, // 日
-		{9, Pos{"job.sql", 3, 4}}, // z
+		{6, Pos{"job.sql", 3, 1}},  // 日
+		{9, Pos{"job.sql", 3, 4}},  // z
 		{10, Pos{"job.sql", 3, 5}}, // end of text
 		{11, Pos{"job.sql", 3, 5}}, // clamped to the end
 		{1000, Pos{"job.sql", 3, 5}},

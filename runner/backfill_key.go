@@ -74,4 +74,3 @@ func decodeKey(enc []*string, types []cdc.Type) ([]any, error) {
 	}
 	return out, nil
 }
-
