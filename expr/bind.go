@@ -38,6 +38,15 @@ func (b *Bound) Type() cdc.Type { return b.root.typ }
 // first reference.
 func (b *Bound) Columns() []ColumnRef { return append([]ColumnRef(nil), b.cols...) }
 
+// Column reports whether b is a bare column reference (no cast, no
+// operator) and which column it reads.
+func (b *Bound) Column() (ColumnRef, bool) {
+	if b.root.op != opCol {
+		return ColumnRef{}, false
+	}
+	return ColumnRef{Rel: b.root.rel, Col: b.root.col}, true
+}
+
 // Expr returns the parsed expression b was bound from.
 func (b *Bound) Expr() *Expr { return b.expr }
 

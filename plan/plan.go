@@ -85,6 +85,22 @@ type SinkStage struct {
 	// TableExists tells whether the target existed when the plan was made.
 	TableExists bool
 	Merge       *Merge
+	// OneChangePerKey tells that every run's changes hold at most one
+	// change per merge key besides UPDATE_BEFORE: the source reads net
+	// changes per primary key (a STANDARD table stream, DESIGN.md) and the
+	// merge keys pass every primary-key column through unchanged. A merge
+	// sink then applies the changes without collapsing them to the last
+	// change per key. Set by the runner's planning, for mode merge only.
+	OneChangePerKey bool
+}
+
+// IgnoresUpdateBefore reports whether what the sink writes does not depend
+// on UPDATE_BEFORE changes: mode merge (without a SQL MERGE) applies each
+// key's last INSERT, UPDATE_AFTER or DELETE, and skips UPDATE_BEFORE. A
+// source may then leave UPDATE_BEFORE changes out of a read
+// (runner.ReadOptions.OmitUpdateBefore).
+func (st *SinkStage) IgnoresUpdateBefore() bool {
+	return st.Mode == ModeMerge && st.Merge == nil && st.Backend != "stdout"
 }
 
 // RowKey picks the projected columns that name a row in errors and merges:

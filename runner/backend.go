@@ -62,6 +62,30 @@ type StreamInfo struct {
 type ReadOptions struct {
 	// BatchSize bounds the changes returned by one ChangeReader.Next.
 	BatchSize int
+	// OmitUpdateBefore allows the source to leave UPDATE_BEFORE changes
+	// out of the read, because the sink ignores them
+	// (plan.SinkStage.IgnoresUpdateBefore). A reader that does implements
+	// OmittingReader, so the run still counts them as read.
+	OmitUpdateBefore bool
+}
+
+// OmittingReader is a ChangeReader that can leave changes out of its read
+// (ReadOptions.OmitUpdateBefore). Omitted returns how many changes it left
+// out so far, by change type; after io.EOF, for the whole read.
+type OmittingReader interface {
+	ChangeReader
+	Omitted() map[cdc.Op]int64
+}
+
+// NetChangeSource is a Source whose reads of some streams hold the net
+// change per primary key: at most one change per key besides
+// UPDATE_BEFORE (DESIGN.md: a STANDARD table stream). NetChanges reports
+// whether reads of s do. The planner then lets a merge sink whose keys
+// pass the primary key through skip its collapse to one change per key
+// (plan.SinkStage.OneChangePerKey).
+type NetChangeSource interface {
+	Source
+	NetChanges(s *StreamInfo) bool
 }
 
 // Source reads table streams.

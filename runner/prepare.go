@@ -244,6 +244,11 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 		Conn: b.Redacted(), Backend: b.Scheme(), Table: job.Sink.Table, Mode: mode,
 		Keys: job.Sink.Keys, Schema: projected, Merge: job.Sink.Merge,
 	}
+	if mode == plan.ModeMerge && st.Merge == nil {
+		if ns, ok := prep.source.(NetChangeSource); ok && ns.NetChanges(prep.stream) {
+			st.OneChangePerKey = keysPassThrough(p.Project, job.Sink.Keys, prep.stream.TableSchema)
+		}
+	}
 	if !job.Sink.Stdout {
 		_, exists, err := sink.Target(ctx, job.Sink.Table)
 		if err != nil {
@@ -253,6 +258,38 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 	}
 	p.Sink = st
 	return nil
+}
+
+// keysPassThrough reports whether the merge keys include every column of
+// the primary key of table, each projected unchanged (a bare reference to
+// that column under a merge-key name): then two net changes of different
+// source keys have different merge keys.
+func keysPassThrough(project []plan.ProjectItem, keys []string, table cdc.Schema) bool {
+	pk := table.Key
+	if len(pk) == 0 {
+		return false
+	}
+	nmeta := len(cdc.MetadataColumns)
+	for _, k := range pk {
+		found := false
+		for _, it := range project {
+			if it.Expr == nil || !slices.ContainsFunc(keys, func(n string) bool { return strings.EqualFold(n, it.Name) }) {
+				continue
+			}
+			ref, ok := it.Expr.Column()
+			if !ok || ref.Col < nmeta || ref.Col-nmeta >= len(table.Columns) {
+				continue
+			}
+			if strings.EqualFold(table.Columns[ref.Col-nmeta].Name, k) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // planExecution chooses pushdown or a run through sluice and compiles the
