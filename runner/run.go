@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/sluicedata/sluice/cdc"
@@ -16,8 +15,9 @@ import (
 // Pushed-down plans run as one transaction in the database. Otherwise the
 // run starts from the job's checkpoint in the sink database when it belongs
 // to the same stream incarnation (else from the stream's offset), reads the
-// changes up to a read point, filters and projects them in batches, commits
-// the sink rows with the new checkpoint in one sink transaction and then
+// changes up to a read point, filters and projects them in batches while
+// the sink writes the previous batch (pipeline), ends the read, commits the
+// sink rows with the new checkpoint in one sink transaction and then
 // advances the stream's offset. On any error nothing is committed and the
 // offset stays where it was.
 func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err error) {
@@ -81,31 +81,17 @@ func (r *Runner) runThrough(ctx context.Context, prep *Prepared, res *Result) (*
 		from = cp.Offset
 	}
 	res.From = from
-	rd, err := prep.source.Changes(ctx, info, from, ReadOptions{BatchSize: r.batchSize()})
+	opt := ReadOptions{BatchSize: r.batchSize(), OmitUpdateBefore: p.Sink.IgnoresUpdateBefore()}
+	rd, err := prep.source.Changes(ctx, info, from, opt)
 	if err != nil {
 		return res, err
 	}
-	defer rd.Close()
-	read := map[cdc.Op]int64{}
-	for {
-		batch, err := rd.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return res, err
-		}
-		out, err := prep.transform(batch, read)
-		if err != nil {
-			return res, err
-		}
-		if len(out) > 0 {
-			if err := tx.Write(ctx, out); err != nil {
-				return res, err
-			}
-		}
+	// The pipeline closes rd once the read ends: the source's read
+	// transaction is gone before the sink commits and the offset advances.
+	to, read, err := prep.pipeline(ctx, rd, tx)
+	if err != nil {
+		return res, err
 	}
-	to := rd.ReadPoint()
 	stats, err := tx.Commit(ctx, Checkpoint{Job: p.Job.Name, Stream: info.Name, StreamID: info.ID, Offset: to, Updated: time.Now().UTC()})
 	if err != nil {
 		return res, err

@@ -20,8 +20,9 @@ import (
 // SLUICE_CONN names one: an embedded SQLite file in the working directory.
 const DefaultConn = "sqlite:sluice.db"
 
-// DefaultBatchSize bounds the changes held in memory at once by a run that
-// moves rows through sluice.
+// DefaultBatchSize is the number of changes per batch of a run that moves
+// rows through sluice; such a run holds about three batches in memory at
+// once (one being read, one queued, one being written).
 const DefaultBatchSize = 10000
 
 // Runner plans and runs jobs. The zero value is not usable; set Log at
