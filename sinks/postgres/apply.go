@@ -58,6 +58,12 @@ type ApplyOptions struct {
 	// MERGEs the relation's rows other than UPDATE_BEFORE directly (one
 	// pass each). Ignored with Partial and for other modes.
 	FullRows bool
+	// Analyze tells that relation is a table the caller filled (the
+	// staging table): with FullRows the merge ANALYZEs it first, so the
+	// planner sizes the MERGE's join by the rows staged rather than a
+	// guess (without it PostgreSQL hashes the target instead of the
+	// changes). The net-change table of a collapse is always analyzed.
+	Analyze bool
 }
 
 // Apply is the compiled application of a change relation to a target
@@ -218,11 +224,18 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 	} else {
 		a.add(kindExec, "drop a leftover net-change table", "DROP TABLE IF EXISTS "+net)
 	}
+	analyze := func(table string) {
+		a.add(kindExec, "statistics of the net changes, so the MERGE is planned for their real number", "ANALYZE "+table)
+	}
 	switch {
 	case full:
+		if opt.Analyze {
+			analyze(relation)
+		}
 	case opt.Partial:
 		a.add(kindExec, "collapse to the net change per key (last in commit order; UPDATE_BEFORE ignored; partial rows folded column by column)",
 			fmt.Sprintf("CREATE TEMP TABLE %s AS %s", netTable, foldSQL(s, isKey, kl, relation)))
+		analyze(net)
 	default:
 		var cols []string
 		for _, c := range s.Columns {
@@ -231,6 +244,7 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 		a.add(kindExec, "collapse to the net change per key (last in commit order; UPDATE_BEFORE ignored)",
 			fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT DISTINCT ON (%s) %s, %s, %s FROM %s AS __r WHERE %s <> 'UPDATE_BEFORE' ORDER BY %s, %s DESC, %s DESC",
 				netTable, kl, colOp, colPresent, strings.Join(cols, ", "), relation, colOp, kl, colVer, colOrd))
+		analyze(net)
 	}
 	if full {
 		a.add(kindCount, "count the net changes by change type (the relation has one change per key besides UPDATE_BEFORE: no collapse)",

@@ -179,13 +179,15 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 			return nil, fmt.Errorf("postgres sink: mode merge into %s on PostgreSQL < 15 uses INSERT … ON CONFLICT, which needs a PRIMARY KEY or UNIQUE index on (%s); add one or write to a new table", Quote(st.Table), strings.Join(st.Keys, ", "))
 		}
 	}
-	opt := ApplyOptions{ServerVersion: p.sink.version}
+	// One change per key (the planner's OneChangePerKey): the staged rows
+	// are the net changes, applied without a collapse.
+	opt := ApplyOptions{ServerVersion: p.sink.version, FullRows: st.OneChangePerKey, Analyze: true}
 	var err error
 	if c.apply, err = CompileApply(st, target, "pg_temp."+StageTable, opt); err != nil {
 		return nil, err
 	}
 	if st.Merge == nil {
-		opt.Partial = true
+		opt.Partial, opt.FullRows = true, false
 		if c.partial, err = CompileApply(st, target, "pg_temp."+StageTable, opt); err != nil {
 			return nil, err
 		}
