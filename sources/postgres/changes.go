@@ -26,11 +26,32 @@ import (
 // sinkpg.LogicalType's mapping cast to text). Rows are ordered by
 // __commit_version, an UPDATE_BEFORE directly before its UPDATE_AFTER.
 func ChangesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position) string {
-	base := ""
-	if to.hasSeqBase {
-		base = fmt.Sprintf("%d", to.seqBase)
+	return changesQuery(t, s, from, to, queryOptions{ordered: true, base: literalBase(to)})
+}
+
+// literalBase is the window's min(__seq) - 1 of read point to as a
+// literal, "" when the window has no usable base (Position.hasSeqBase).
+func literalBase(to Position) string {
+	if !to.hasSeqBase {
+		return ""
 	}
-	return changesQuery(t, s, from, to, true, base)
+	return fmt.Sprintf("%d", to.seqBase)
+}
+
+// queryOptions vary the text of changesQuery.
+type queryOptions struct {
+	// ordered adds the final ORDER BY (commit order); pushdown leaves it
+	// out, the sink orders or collapses by __commit_version itself.
+	ordered bool
+	// base is the SQL of the window's min(__seq) - 1 (a literal or a bound
+	// parameter): when set, the STANDARD read from an offset versions a
+	// change (batch << 32) + (__seq - base), which needs no sort; when
+	// empty, by the dense rank of __seq.
+	base string
+	// afterOnly leaves UPDATE_BEFORE out of a STANDARD read from an offset
+	// (runner.ReadOptions.OmitUpdateBefore): one row per key with a net
+	// change, each UPDATE_AFTER standing for its omitted UPDATE_BEFORE.
+	afterOnly bool
 }
 
 // seqVersioned reports whether a read from from uses the __seq offset
@@ -40,14 +61,8 @@ func seqVersioned(s *runner.StreamInfo, from *Position) bool {
 	return from != nil && !from.Initial && s.Mode != dsl.ModeAppendOnly
 }
 
-// changesQuery is ChangesQuery; without ordered, the STANDARD read from an
-// offset has no final ORDER BY (pushdown materializes it, and the sink
-// orders or collapses by __commit_version itself), saving a sort. base is
-// the SQL of the window's min(__seq) - 1 (a literal or a bound parameter):
-// when set, the STANDARD read from an offset versions a change
-// (batch << 32) + (__seq - base), which needs no sort; when empty, by the
-// dense rank of __seq.
-func changesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position, ordered bool, base string) string {
+// changesQuery is ChangesQuery with the variations of o.
+func changesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position, o queryOptions) string {
 	cols := t.Table.Columns
 	names := make([]string, len(cols))
 	for i, c := range cols {
@@ -104,7 +119,7 @@ FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 	// row's image (first_value) to every row and marks the last row (no
 	// lead), which alone is kept.
 	keys := sinkpg.QuoteList("", t.Table.Key)
-	var wcols, firsts, fz, fRow, zRow, out []string
+	var wcols, firsts, fz, fRow, zRow, out, img []string
 	for i, n := range names {
 		wcols = append(wcols, "w."+n)
 		fi, zi := sinkpg.Quote(fmt.Sprintf("__f%d", i)), sinkpg.Quote(fmt.Sprintf("__z%d", i))
@@ -119,29 +134,45 @@ FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 		fRow = append(fRow, "d."+fi)
 		zRow = append(zRow, "d."+zi)
 		out = append(out, fmt.Sprintf("CASE WHEN e.pre THEN d.%s ELSE d.%s END AS %s", fi, zi, n))
+		img = append(img, fmt.Sprintf("CASE WHEN d.__is THEN d.%s ELSE d.%s END AS %s", zi, fi, n))
 	}
 	rank := "dense_rank() OVER (ORDER BY d.__seq)"
-	if base != "" {
-		rank = "(d.__seq - " + base + ")"
+	if o.base != "" {
+		rank = "(d.__seq - " + o.base + ")"
 	}
-	order := ""
-	if ordered {
-		order = "\nORDER BY d.__seq, e.o"
-	}
-	return w + fmt.Sprintf(`,
-x AS (SELECT w.__seq, w.__op, w.__ts, %[8]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop, %[2]s
+	netCTE := fmt.Sprintf(`,
+x AS (SELECT w.__seq, w.__op, w.__ts, %[4]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop, %[2]s
       FROM w WINDOW __k AS (PARTITION BY %[1]s ORDER BY w.__seq)),
 d AS (SELECT x.__seq, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A') AS __is, %[3]s
-      FROM x WHERE NOT x.__more)
-SELECT e.ct AS "__change_type", %[4]s%[10]s AS "__commit_version",
-       d.__ts AS "__commit_timestamp", %[5]s
+      FROM x WHERE NOT x.__more)`, keys, strings.Join(firsts, ", "), strings.Join(fz, ", "), strings.Join(wcols, ", "))
+	changed := fmt.Sprintf("ROW(%s) IS DISTINCT FROM ROW(%s)", strings.Join(fRow, ", "), strings.Join(zRow, ", "))
+	if o.afterOnly {
+		// One row per key: the key's net change with the image it carries
+		// (a DELETE the first image, the others the last); an update whose
+		// last image equals its first is no change.
+		order := ""
+		if o.ordered {
+			order = "\nORDER BY d.__seq"
+		}
+		return w + netCTE + fmt.Sprintf(`
+SELECT CASE WHEN NOT d.__was THEN 'INSERT' WHEN d.__is THEN 'UPDATE_AFTER' ELSE 'DELETE' END AS "__change_type",
+       %[1]s%[2]s AS "__commit_version", d.__ts AS "__commit_timestamp", %[3]s
+FROM d
+WHERE (d.__was OR d.__is) AND (NOT (d.__was AND d.__is) OR %[4]s)%[5]s`, version, rank, strings.Join(img, ", "), changed, order)
+	}
+	order := ""
+	if o.ordered {
+		order = "\nORDER BY d.__seq, e.o"
+	}
+	return w + netCTE + fmt.Sprintf(`
+SELECT e.ct AS "__change_type", %[1]s%[5]s AS "__commit_version",
+       d.__ts AS "__commit_timestamp", %[2]s
 FROM d CROSS JOIN LATERAL (VALUES ('DELETE', 0, true), ('UPDATE_BEFORE', 0, true),
                                   ('UPDATE_AFTER', 1, false), ('INSERT', 1, false)) AS e(ct, o, pre)
 WHERE CASE e.ct WHEN 'INSERT' THEN NOT d.__was AND d.__is
                 WHEN 'DELETE' THEN d.__was AND NOT d.__is
-                ELSE d.__was AND d.__is AND ROW(%[6]s) IS DISTINCT FROM ROW(%[7]s) END%[9]s`,
-		keys, strings.Join(firsts, ", "), strings.Join(fz, ", "), version,
-		strings.Join(out, ", "), strings.Join(fRow, ", "), strings.Join(zRow, ", "), strings.Join(wcols, ", "), order, rank)
+                ELSE d.__was AND d.__is AND %[3]s END%[4]s`,
+		version, strings.Join(out, ", "), changed, order, rank)
 }
 
 // windowCTE returns "WITH w AS (…)": the log rows of the transactions

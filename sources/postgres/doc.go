@@ -84,8 +84,17 @@
 // without track_commit_timestamp); initial rows carry the stream's
 // creation time.
 //
-// When an offset advances, log rows of transactions visible in every
-// stream offset on the table are deleted (purge).
+// After a run commits, log rows of transactions visible in every stream
+// offset on the table are purged in a transaction of their own: by
+// TRUNCATE when no session holds the log and no stream needs a row of it,
+// else by DELETE (purge.go explains why the TRUNCATE is safe: every read
+// that commits locks the log before taking its snapshot).
+//
+// A read for a merge sink (runner.ReadOptions.OmitUpdateBefore) leaves
+// UPDATE_BEFORE out: one row per changed key, counted as one omitted
+// UPDATE_BEFORE per UPDATE_AFTER. A read sets work_mem for its own
+// transaction from the size of its window (workMemSQL), so the sort of
+// the window's log rows stays in memory.
 //
 // ChangesQuery is the single SQL text of a read, used by Changes and by
 // pushdown.

@@ -21,6 +21,9 @@ type Position struct {
 	// offset whose window's __seq span is below 2^32 (see seqVersion).
 	hasSeqBase bool
 	seqBase    int64 // min(__seq) of the window - 1
+	// windowRows bounds the log rows of the window (max - min + 1 of its
+	// __seq), for sizing work_mem (workMemSQL); 0 when unknown.
+	windowRows int64
 }
 
 // Xmin returns the snapshot's xmin.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/cdc"
-	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/sinks/changerel"
@@ -17,15 +16,29 @@ import (
 // readTable is the TEMP table a pushed-down run materializes its read in.
 const readTable = "sluice_read"
 
-// pushdownWorkMem is the work_mem a pushed-down run sets for its own
-// transaction (SET LOCAL; the session's value returns at COMMIT). The read
-// sorts the window's log rows by key and the net changes by __seq, and the
-// MERGE hashes the net changes: at PostgreSQL's default of 4MB each of
-// these spills to temporary files from a few ten thousand changes on.
-// 256MB keeps about a million log rows of a narrow table in memory; it is
-// a per-sort/per-hash limit of this one backend, so a run uses at most a
-// small multiple of it, and only while it runs.
-const pushdownWorkMem = "256MB"
+// Memory of a read. The read sorts the window's log rows by key (a
+// WindowAgg over them) and the apply hashes the net changes: at
+// PostgreSQL's default work_mem of 4MB both spill to temporary files from
+// a few ten thousand changes on, and spilling costs (the read of 1M
+// pgbench changes, 2M log rows: 5.6 s with a 256MB work_mem that spilled,
+// 4.3 s in memory). A read therefore sets work_mem for
+// its own transaction (SET LOCAL; the session's value returns at its end)
+// from the window's size: workMemPerRow per log row (an in-memory sort of
+// pgbench_accounts' log rows took about 180 bytes each), between
+// minWorkMem and maxWorkMem. It is a per-sort/per-hash limit of this one
+// backend, used only while the read runs.
+const (
+	workMemPerRow = 256 // bytes
+	minWorkMem    = 64 << 20
+	maxWorkMem    = 1 << 30
+)
+
+// workMemSQL is the SET LOCAL work_mem of a read whose window holds about
+// rows log rows (0: unknown, the minimum).
+func workMemSQL(rows int64) string {
+	b := min(max(rows*workMemPerRow, minWorkMem), maxWorkMem)
+	return fmt.Sprintf("SET LOCAL work_mem = '%dkB'", b>>10)
+}
 
 // Pushdown compiles p to SQL that runs inside this database in one
 // REPEATABLE READ transaction (runner.Pushdowner): the stream's changes
@@ -89,7 +102,6 @@ func projectSQL(p *plan.Plan, read string) (string, error) {
 
 // The statements of a run around the read table.
 var (
-	setWorkMem  = "SET LOCAL work_mem = '" + pushdownWorkMem + "'"
 	countRead   = fmt.Sprintf(`SELECT "__change_type", count(*) FROM pg_temp.%s GROUP BY 1`, readTable)
 	analyzeRead = "ANALYZE pg_temp." + readTable
 )
@@ -99,49 +111,14 @@ var (
 // __commit_version itself). With seqBase (a STANDARD read from an offset
 // whose window's __seq span fits, Position.hasSeqBase), the versions are
 // offsets from the bound parameter $1, the window's min(__seq) - 1, which
-// the run passes; the plan shows the same text.
-func readQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position, seqBase bool) string {
+// the run passes; the plan shows the same text. With afterOnly (a merge
+// sink, plan.SinkStage.IgnoresUpdateBefore) UPDATE_BEFORE is left out.
+func readQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position, seqBase, afterOnly bool) string {
 	base := ""
 	if seqBase {
 		base = "$1::bigint"
 	}
-	return fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, changesQuery(t, s, from, to, false, base))
-}
-
-// keysPassThrough reports whether p merges on keys that include every
-// column of the source's primary key pk, each projected unchanged (a bare
-// column reference under a merge-key name): then the sink key of two net
-// changes of different source keys differs.
-func keysPassThrough(p *plan.Plan, pk []string) bool {
-	if p.Sink.Mode != plan.ModeMerge || p.Sink.Merge != nil || len(pk) == 0 {
-		return false
-	}
-	src := p.Source.Schema
-	col := func(rel, idx int) string { return "c." + sinkpg.Quote(src.Columns[idx].Name) }
-	isKey := func(name string) bool {
-		for _, k := range p.Sink.Keys {
-			if strings.EqualFold(k, name) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, k := range pk {
-		found := false
-		for _, it := range p.Project {
-			if it.Expr == nil || !isKey(it.Name) {
-				continue
-			}
-			if x, err := it.Expr.SQL(sinkpg.Dialect, col); err == nil && x == "c."+sinkpg.Quote(k) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+	return fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, changesQuery(t, s, from, to, queryOptions{base: base, afterOnly: afterOnly}))
 }
 
 // pushdown is a compiled pushdown (runner.PushdownPlan).
@@ -152,7 +129,16 @@ type pushdown struct {
 	relation string
 	sink     *sinkpg.Plan
 	full     bool // the read has one change per merge key (sinkpg.ApplyOptions.FullRows)
+	after    bool // the read leaves UPDATE_BEFORE out (queryOptions.afterOnly)
 	steps    []plan.Step
+}
+
+// omitNote tells, in a plan step, that the read leaves UPDATE_BEFORE out.
+func (pd *pushdown) omitNote() string {
+	if !pd.after {
+		return ""
+	}
+	return " (one row per changed key: the merge ignores UPDATE_BEFORE, so the read leaves it out and counts one per UPDATE_AFTER)"
 }
 
 // Steps lists the SQL a run executes. The read point (the snapshot taken
@@ -185,8 +171,10 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	}
 	// A STANDARD read has one net change per primary key (an update as an
 	// UPDATE_BEFORE/UPDATE_AFTER pair): when the merge keys pass the primary
-	// key through, the sink needs no collapse.
-	pd.full = s.Mode != dsl.ModeAppendOnly && keysPassThrough(pd.p, tr.Table.Key)
+	// key through (the planner's OneChangePerKey), the sink needs no
+	// collapse. A merge ignores UPDATE_BEFORE: the read leaves it out.
+	pd.full = pd.p.Sink.OneChangePerKey
+	pd.after = pd.p.Sink.IgnoresUpdateBefore()
 	apply, err := sinkpg.CompileApply(&pd.p.Sink, target, pd.relation, sinkpg.ApplyOptions{ServerVersion: b.version, FullRows: pd.full})
 	if err != nil {
 		return fmt.Errorf("%w: %v", runner.ErrNoPushdown, err)
@@ -194,16 +182,19 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	pd.steps = []plan.Step{
 		src("serialize runs of this job (session lock)", "SELECT pg_advisory_lock(hashtext('sluice.job:' || $1))"),
 		src("one transaction for read, write and offset; its snapshot is the read point", "BEGIN ISOLATION LEVEL REPEATABLE READ"),
-		src("memory for the sorts and hashes of this transaction (not spilled to disk)", setWorkMem),
+		src("hold the change log before the snapshot, so a purge's TRUNCATE never runs under this read", lockLogSQL(s.Table)),
 		src("fix the read point and check the cluster", "SELECT pg_current_snapshot()::text, (SELECT system_identifier::text FROM pg_control_system())"),
 		src("start from the job's checkpoint (same stream ID) or the stream's offset", `SELECT position, id FROM sluice.streams WHERE name = $1`),
 	}
-	read := src("read the stream's changes after the offset, up to the read point", readQuery(tr, s, fp, to, false))
-	pd.steps = append(pd.steps, src("narrow the read point to the table's changes; bound the window's __seq", windowBoundsQuery(tr, fp, Position{Snap: "<pg_current_snapshot()>"})))
+	read := src("read the stream's changes after the offset, up to the read point"+pd.omitNote(), readQuery(tr, s, fp, to, false, pd.after))
+	pd.steps = append(pd.steps,
+		src("narrow the read point to the table's changes; bound the window's __seq", windowBoundsQuery(tr, fp, Position{Snap: "<pg_current_snapshot()>"})),
+		src(fmt.Sprintf("memory for the sorts and hashes of this transaction, sized to the window: %d bytes per log row, %dMB to %dMB (here for 100,000 rows)",
+			workMemPerRow, minWorkMem>>20, maxWorkMem>>20), workMemSQL(100_000)))
 	if seqVersioned(s, fp) {
 		read = src("read the stream's changes after the offset, up to the read point; $1 = min(__seq) - 1 of the window "+
 			"(a window whose __seq span reaches 2^32 is versioned by dense_rank() OVER (ORDER BY d.__seq) instead)",
-			readQuery(tr, s, fp, to, true))
+			readQuery(tr, s, fp, to, true, pd.after))
 	}
 	pd.steps = append(pd.steps,
 		read,
@@ -216,8 +207,11 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	pd.steps = append(pd.steps, sinkpg.CheckpointStep())
 	pd.steps = append(pd.steps,
 		src("advance the stream's offset (compare-and-set)", `UPDATE sluice.streams SET position = $1 WHERE name = $2 AND id = $3 AND position = $4`),
-		src("purge change-log rows every stream on the table has consumed", fmt.Sprintf(`DELETE FROM %s WHERE __txid < $min_xmax AND pg_visible_in_snapshot(__txid, $offset_1) AND …`, tr.LogRef())),
 		src("commit rows, checkpoint and offset together", "COMMIT"),
+		src("after the commit, in a transaction of its own: when no session holds the change log and no stream still needs a row of it, empty it", fmt.Sprintf(
+			"LOCK TABLE %[1]s IN ACCESS EXCLUSIVE MODE NOWAIT\nSELECT EXISTS (SELECT 1 FROM %[1]s WHERE __txid >= $lowest_offset_xmax OR __txid = ANY($offset_xips))\nTRUNCATE %[1]s", tr.LogRef())),
+		src("otherwise, in a transaction of its own: delete the change-log rows every stream on the table has consumed", fmt.Sprintf(
+			`DELETE FROM %s WHERE __txid < $lowest_offset_xmax AND pg_visible_in_snapshot(__txid, $offset_1) AND …`, tr.LogRef())),
 		src("release the job lock", "SELECT pg_advisory_unlock(hashtext('sluice.job:' || $1))"))
 	return nil
 }
@@ -255,14 +249,17 @@ func (pd *pushdown) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, hide(err, b.secret)
 	}
 	b.log.Info("pushdown run committed", "job", job, "stream", s.Name, "from", from.String(), "to", to.String())
+	if !from.Equal(to) {
+		b.purgeAfterCommit(ctx, s.Table)
+	}
 	return stats, from, to, nil
 }
 
 func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stats, cdc.Offset, cdc.Offset, error) {
 	b := pd.b
 	var none cdc.Offset
-	if _, err := tx.Exec(ctx, setWorkMem); err != nil {
-		return runner.Stats{}, none, none, err
+	if err := lockLog(ctx, tx, pd.s.Table); err != nil {
+		return runner.Stats{}, none, none, b.wrap(err, "lock the change log of %s", pd.s.Table)
 	}
 	// The first statement takes the transaction's snapshot (the read point).
 	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
@@ -291,6 +288,9 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 		return runner.Stats{}, none, none, err
 	}
 	to := toPos.Offset()
+	if _, err := tx.Exec(ctx, workMemSQL(toPos.windowRows)); err != nil {
+		return runner.Stats{}, none, none, err
+	}
 	stx, err := pd.sink.Attach(ctx, tx, job)
 	if err != nil {
 		return runner.Stats{}, none, none, err
@@ -302,7 +302,7 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 		if seqBase {
 			args = append(args, toPos.seqBase)
 		}
-		q := readQuery(t, s, fp, toPos, seqBase)
+		q := readQuery(t, s, fp, toPos, seqBase, pd.after)
 		if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS pg_temp."+readTable); err != nil {
 			return runner.Stats{}, none, none, err
 		}
@@ -317,6 +317,9 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 		rows.Close()
 		if err != nil {
 			return runner.Stats{}, none, none, err
+		}
+		if pd.after {
+			stats.Read[cdc.OpUpdateBefore] = stats.Read[cdc.OpUpdateAfter] // one omitted per UPDATE_AFTER
 		}
 		if _, err := tx.Exec(ctx, analyzeRead); err != nil {
 			return runner.Stats{}, none, none, err

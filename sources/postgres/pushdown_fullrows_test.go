@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -10,11 +11,12 @@ import (
 	"github.com/sluicedata/sluice/plan"
 )
 
-// TestPushdownFullRowsOnlyForPassThroughKeys: a merge on the table's
-// primary key passed through skips the collapse (no net-change table) and
-// sets work_mem; a merge on a computed key, where several source keys meet,
-// still collapses to the last change per sink key.
-func TestPushdownFullRowsOnlyForPassThroughKeys(t *testing.T) {
+// TestPushdownFullRows: a merge the planner marked OneChangePerKey (the
+// table's primary key passed through; the decision is tested in runner)
+// skips the collapse (no net-change table) and sets work_mem; a merge on a
+// computed key, where several source keys meet, still collapses to the last
+// change per sink key. Both read without UPDATE_BEFORE and count it.
+func TestPushdownFullRows(t *testing.T) {
 	b, _ := openDB(t)
 	ctx := context.Background()
 	sqlExec(t, b, `CREATE TABLE fr (id int PRIMARY KEY, v numeric(10,2))`, `INSERT INTO fr VALUES (1, 1), (2, 2)`)
@@ -23,7 +25,7 @@ func TestPushdownFullRowsOnlyForPassThroughKeys(t *testing.T) {
 	mkStream(t, b, "sb", "fr", dsl.ModeStandard, false)
 
 	pa, sa := bindPlan(t, b, "sa", "", []string{"id", "v"},
-		plan.SinkStage{Backend: "postgres", Table: "ra", Mode: plan.ModeMerge, Keys: []string{"id"}})
+		plan.SinkStage{Backend: "postgres", Table: "ra", Mode: plan.ModeMerge, Keys: []string{"id"}, OneChangePerKey: true})
 	pb, sb := bindPlan(t, b, "sb", "", []string{"id % 2 AS k", "v"},
 		plan.SinkStage{Backend: "postgres", Table: "rb", Mode: plan.ModeMerge, Keys: []string{"k"}})
 	pda, err := b.Pushdown(ctx, pa, sa)
@@ -78,7 +80,33 @@ func TestPushdownFullRowsOnlyForPassThroughKeys(t *testing.T) {
 	if stA.Read[cdc.OpUpdateBefore] != 1 || stA.Written[cdc.OpUpdateAfter] != 1 || stA.Written[cdc.OpInsert] != 2 || stA.Written[cdc.OpDelete] != 1 {
 		t.Errorf("pass-through stats: %+v", stA)
 	}
+	// Net changes: id 1 update, id 3 insert, id 2 delete, id 4 insert.
+	wantRead := map[cdc.Op]int64{cdc.OpInsert: 2, cdc.OpUpdateBefore: 1, cdc.OpUpdateAfter: 1, cdc.OpDelete: 1}
+	for name, st := range map[string]map[cdc.Op]int64{"pass-through": stA.Read, "computed-key": stB.Read} {
+		if !maps.Equal(st, wantRead) {
+			t.Errorf("%s read counts %v, want %v", name, st, wantRead)
+		}
+	}
 	if stB.Written[cdc.OpInsert]+stB.Written[cdc.OpUpdateAfter]+stB.Written[cdc.OpDelete] != 2 {
 		t.Errorf("computed-key stats: %+v", stB)
+	}
+}
+
+// TestWorkMemSQL: work_mem follows the window's log rows at 256 bytes
+// each, between 64MB and 1GB.
+func TestWorkMemSQL(t *testing.T) {
+	for _, c := range []struct {
+		rows int64
+		want string
+	}{
+		{0, "SET LOCAL work_mem = '65536kB'"},          // unknown: 64MB
+		{1000, "SET LOCAL work_mem = '65536kB'"},       // 256kB, raised to 64MB
+		{1_000_000, "SET LOCAL work_mem = '250000kB'"}, // 256,000,000 bytes
+		{2_000_000, "SET LOCAL work_mem = '500000kB'"},
+		{100_000_000, "SET LOCAL work_mem = '1048576kB'"}, // capped at 1GB
+	} {
+		if got := workMemSQL(c.rows); got != c.want {
+			t.Errorf("workMemSQL(%d) = %q, want %q", c.rows, got, c.want)
+		}
 	}
 }

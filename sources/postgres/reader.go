@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
 	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
 )
@@ -77,8 +78,11 @@ func (b *Backend) readPoint(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo
 		xmax = uint64(*maxTxid) + 1
 	}
 	to := Position{System: sys, Batch: fp.Batch, Snap: snapshotText(xmax, now.Xip())}
-	if minSeq != nil && maxSeq != nil && *maxSeq-*minSeq < maxSeqSpan {
-		to.hasSeqBase, to.seqBase = true, *minSeq-1
+	if minSeq != nil && maxSeq != nil {
+		to.windowRows = *maxSeq - *minSeq + 1
+		if *maxSeq-*minSeq < maxSeqSpan {
+			to.hasSeqBase, to.seqBase = true, *minSeq-1
+		}
 	}
 	if to.Snap == fp.Snap && !fp.Initial {
 		return t, &fp, fp, nil // nothing new: the read point stays
@@ -132,20 +136,30 @@ func Covers(f, s Position) bool {
 	return true
 }
 
+// NetChanges reports whether reads of s hold the net change per primary
+// key (runner.NetChangeSource): every stream but an APPEND_ONLY one.
+func (b *Backend) NetChanges(s *runner.StreamInfo) bool { return s.Mode != dsl.ModeAppendOnly }
+
 // Changes opens a read of s after from (runner.Source). The read runs in a
 // REPEATABLE READ, READ ONLY transaction on one pooled connection, held
-// until Close; rows stream from ChangesQuery.
+// until Close; rows stream from ChangesQuery, or with
+// opt.OmitUpdateBefore from its variant without UPDATE_BEFORE (the reader
+// then counts one omitted UPDATE_BEFORE per UPDATE_AFTER, Omitted).
 func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Offset, opt runner.ReadOptions) (runner.ChangeReader, error) {
 	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, b.wrap(err, "begin read of %s", s.Name)
+	}
+	if err := lockLog(ctx, tx, s.Table); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, b.wrap(err, "lock the change log of %s", s.Name)
 	}
 	t, fp, to, err := b.readPoint(ctx, tx, s, from)
 	if err != nil {
 		_ = tx.Rollback(ctx)
 		return nil, err
 	}
-	r := &reader{b: b, tx: tx, ctx: context.WithoutCancel(ctx), point: to.Offset(), batch: opt.BatchSize, table: t, stream: s.Name}
+	r := &reader{b: b, tx: tx, ctx: context.WithoutCancel(ctx), point: to.Offset(), batch: opt.BatchSize, table: t, stream: s.Name, omitted: map[cdc.Op]int64{}}
 	if r.batch <= 0 {
 		r.batch = DefaultBatchSize
 	}
@@ -153,8 +167,13 @@ func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Of
 		r.done = true
 		return r, nil
 	}
-	q := ChangesQuery(t, s, fp, to)
+	q := changesQuery(t, s, fp, to, queryOptions{ordered: true, base: literalBase(to), afterOnly: opt.OmitUpdateBefore})
+	r.countOmitted = opt.OmitUpdateBefore
 	b.log.Debug("read table stream", "stream", s.Name, "from", from.String(), "to", to.String())
+	if _, err := tx.Exec(ctx, workMemSQL(to.windowRows)); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, b.wrap(err, "read table stream %s", s.Name)
+	}
 	r.rows, err = tx.Query(ctx, q)
 	if err != nil {
 		_ = tx.Rollback(ctx)
@@ -174,7 +193,15 @@ type reader struct {
 	table  *Tracked
 	stream string
 	done   bool
+	// countOmitted: the query leaves UPDATE_BEFORE out; each UPDATE_AFTER
+	// returned counts one omitted UPDATE_BEFORE in omitted.
+	countOmitted bool
+	omitted      map[cdc.Op]int64
 }
+
+// Omitted returns the changes the read left out, by type
+// (runner.OmittingReader).
+func (r *reader) Omitted() map[cdc.Op]int64 { return r.omitted }
 
 func (r *reader) ReadPoint() cdc.Offset { return r.point }
 
@@ -193,6 +220,9 @@ func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 		c, err := decodeChange(vals, cols)
 		if err != nil {
 			return nil, fmt.Errorf("read table stream %s: %w", r.stream, err)
+		}
+		if r.countOmitted && c.Op == cdc.OpUpdateAfter {
+			r.omitted[cdc.OpUpdateBefore]++
 		}
 		out = append(out, c)
 	}

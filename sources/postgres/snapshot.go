@@ -47,6 +47,10 @@ func (b *Backend) Snapshot(ctx context.Context, info *runner.StreamInfo, from cd
 	if err != nil {
 		return nil, b.wrap(err, "begin snapshot of %s", info.Name)
 	}
+	if err := lockLog(ctx, tx, info.Table); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, b.wrap(err, "lock the change log of %s", info.Name)
+	}
 	s, err := b.openSnapshot(ctx, tx, info, from)
 	if err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))

@@ -169,15 +169,21 @@ func (b *Backend) describeStream(ctx context.Context, q sinkpg.Querier, name str
 }
 
 // Advance moves the stream's offset from from to to (compare-and-set,
-// runner.ErrOffsetMoved when it moved or the stream was recreated) and
-// purges log rows every stream on the table has consumed.
+// runner.ErrOffsetMoved when it moved or the stream was recreated), then
+// purges log rows every stream on the table has consumed, in a transaction
+// of its own (purgeAfterCommit).
 func (b *Backend) Advance(ctx context.Context, s *runner.StreamInfo, from, to cdc.Offset) error {
 	if _, ok, err := OffsetPosition(to); err != nil || !ok {
 		return fmt.Errorf("advance %s: %w", s.Name, errors.Join(err, errorIf(!ok && err == nil, ErrBadPosition)))
 	}
-	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		return b.advance(ctx, tx, s, from, to)
-	}), "advance table stream %s", s.Name)
+	})
+	if err != nil {
+		return b.wrap(err, "advance table stream %s", s.Name)
+	}
+	b.purgeAfterCommit(ctx, s.Table)
+	return nil
 }
 
 func errorIf(c bool, err error) error {
@@ -187,7 +193,7 @@ func errorIf(c bool, err error) error {
 	return nil
 }
 
-// advance is Advance inside tx.
+// advance is Advance's compare-and-set inside tx (no purge).
 func (b *Backend) advance(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, from, to cdc.Offset) error {
 	fromPos, _ := from.Get("")
 	toPos, _ := to.Get("")
@@ -202,7 +208,7 @@ func (b *Backend) advance(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, 
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: %s is no longer at %s", runner.ErrOffsetMoved, s.Name, from)
 	}
-	return b.purge(ctx, tx, s.Table)
+	return nil
 }
 
 // purge deletes the log rows of table that every stream on it has
