@@ -102,8 +102,17 @@ func (e *env) info(name string) *runner.StreamInfo {
 // batch bound and the ordering rules.
 func (e *env) read(name string) (*runner.StreamInfo, []cdc.Change, cdc.Offset) {
 	e.t.Helper()
+	info, out, rp, _ := e.readWith(name, false)
+	return info, out, rp
+}
+
+// readWith is read, with ReadOptions.OmitUpdateBefore when omit; it also
+// returns what an OmittingReader reports it left out (nil for a reader
+// that omits nothing).
+func (e *env) readWith(name string, omit bool) (*runner.StreamInfo, []cdc.Change, cdc.Offset, map[cdc.Op]int64) {
+	e.t.Helper()
 	info := e.info(name)
-	r, err := e.src.Changes(e.ctx, info, info.Offset, runner.ReadOptions{BatchSize: ReadBatch})
+	r, err := e.src.Changes(e.ctx, info, info.Offset, runner.ReadOptions{BatchSize: ReadBatch, OmitUpdateBefore: omit})
 	if err != nil {
 		e.t.Fatalf("Changes(%s): %v", name, err)
 	}
@@ -122,8 +131,40 @@ func (e *env) read(name string) (*runner.StreamInfo, []cdc.Change, cdc.Offset) {
 		}
 		out = append(out, batch...)
 	}
-	checkOrder(e.t, out)
-	return info, out, r.ReadPoint()
+	var omitted map[cdc.Op]int64
+	if o, ok := r.(runner.OmittingReader); ok {
+		omitted = o.Omitted()
+	}
+	if len(omitted) == 0 {
+		checkOrder(e.t, out)
+	}
+	return info, out, r.ReadPoint(), omitted
+}
+
+// checkOmitted reads stream name again with OmitUpdateBefore: a reader
+// that omits must return the changes of want other than UPDATE_BEFORE and
+// count exactly the UPDATE_BEFOREs it left out; one that omits nothing
+// must return want.
+func (e *env) checkOmitted(name string, s cdc.Schema, want []Row) {
+	e.t.Helper()
+	_, got, _, omitted := e.readWith(name, true)
+	if len(omitted) == 0 {
+		compare(e.t, s, got, want)
+		return
+	}
+	var rest []Row
+	var before int64
+	for _, w := range want {
+		if w.Op == cdc.OpUpdateBefore {
+			before++
+			continue
+		}
+		rest = append(rest, w)
+	}
+	compare(e.t, s, got, rest)
+	if omitted[cdc.OpUpdateBefore] != before || len(omitted) != 1 {
+		e.t.Errorf("omitted %v, want exactly %d UPDATE_BEFORE", omitted, before)
+	}
 }
 
 func (e *env) advance(info *runner.StreamInfo, to cdc.Offset) {
@@ -165,6 +206,7 @@ func runCase(t *testing.T, h Harness, c Case) {
 	e.apply(c.After)
 	info, got, rp := e.read("s")
 	compare(t, c.Table.Schema, got, c.Want)
+	e.checkOmitted("s", c.Table.Schema, c.Want)
 	if c.Then == nil {
 		return
 	}
