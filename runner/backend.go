@@ -65,7 +65,9 @@ type ReadOptions struct {
 	// OmitUpdateBefore allows the source to leave UPDATE_BEFORE changes
 	// out of the read, because the sink ignores them
 	// (plan.SinkStage.IgnoresUpdateBefore). A reader that does implements
-	// OmittingReader, so the run still counts them as read.
+	// OmittingReader, so the run still counts them as read, and may return
+	// the changes in any order: such a sink orders them by
+	// __commit_version itself.
 	OmitUpdateBefore bool
 }
 
@@ -105,7 +107,8 @@ type Source interface {
 }
 
 // ChangeReader yields the changes of one read in commit order (for STANDARD
-// streams: net changes, an UPDATE_BEFORE directly before its UPDATE_AFTER).
+// streams: net changes, an UPDATE_BEFORE directly before its UPDATE_AFTER),
+// except that an OmittingReader may yield them in any order.
 // Change.Row is aligned with StreamInfo.TableSchema.
 type ChangeReader interface {
 	// ReadPoint is the offset the stream moves to when the read is consumed.

@@ -91,7 +91,7 @@ func (s *Sink) Prepare(ctx context.Context, st *plan.SinkStage) (*Plan, error) {
 		return nil, err
 	}
 	p.steps = c.steps(p.st, exists)
-	p.attachSt = c.attachSteps(p.st, exists)
+	p.attachSt = c.attachSteps(p.st, exists, false)
 	return p, nil
 }
 
@@ -258,13 +258,15 @@ func sinkStep(what, sql string) plan.Step { return plan.Step{Where: "sink", What
 func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
 	sk := sinkStep
 	out := []plan.Step{sk("begin the sink transaction", "BEGIN")}
-	out = append(out, c.attachSteps(st, exists)...)
+	out = append(out, c.attachSteps(st, exists, true)...)
 	if c.apply == nil {
 		out = append(out, sk(fmt.Sprintf("COPY each batch into %s (binary COPY FROM STDIN)", st.Table),
 			fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", Quote(st.Table), QuoteList("", c.columns))))
 	} else {
 		cols := QuoteList("", st.Schema.Names())
 		out = append(out, sk("COPY each batch into the staging table", fmt.Sprintf("COPY %s (%s, %s, %s, %s, %s) FROM STDIN (FORMAT binary)", StageTable, colOp, colVer, colOrd, colPresent, cols)))
+		out = append(out, sk(fmt.Sprintf("memory for the merge's sorts and hashes, sized to the staged rows: %d bytes each, %dMB to %dMB (here for 100,000 rows; skipped with nothing staged, as is all of the merge)",
+			WorkMemPerRow, MinWorkMem>>20, MaxWorkMem>>20), WorkMemSQL(100_000)))
 		out = append(out, c.apply.Steps()...)
 		if c.partial != nil {
 			for _, s := range c.partial.Steps() {
@@ -286,12 +288,13 @@ func CheckpointStep() plan.Step {
 }
 
 // AttachSteps lists what Attach executes in the caller's transaction, in
-// order: the job lock, the target's creation or overwrite, the staging
-// table (for the pushdown plan).
+// order: the job lock, the target's creation or overwrite (for the
+// pushdown plan; an attached transaction stages nothing).
 func (p *Plan) AttachSteps() []plan.Step { return p.attachSt }
 
-// attachSteps lists what attach executes.
-func (c *compiled) attachSteps(st *plan.SinkStage, exists bool) []plan.Step {
+// attachSteps lists what attach executes; stage adds the staging table of
+// a transaction that stages rows (Begin).
+func (c *compiled) attachSteps(st *plan.SinkStage, exists, stage bool) []plan.Step {
 	sk := sinkStep
 	out := []plan.Step{sk("serialize runs of this job", "SELECT pg_advisory_xact_lock(hashtext('sluice.job:' || $1))")}
 	if !exists {
@@ -309,7 +312,7 @@ func (c *compiled) attachSteps(st *plan.SinkStage, exists bool) []plan.Step {
 			out = append(out, plan.Step{Where: "sink", What: fmt.Sprintf("do nothing: target %s exists (mode ignore); nothing is consumed", st.Table)})
 		}
 	}
-	if c.stage != "" {
+	if stage && c.stage != "" {
 		out = append(out, sk("drop a leftover staging table", "DROP TABLE IF EXISTS pg_temp."+StageTable), sk("create the staging table", c.stage))
 	}
 	return out

@@ -58,9 +58,10 @@ func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
 }
 
 // Attach is Begin inside a transaction the caller runs (pushdown): it sets
-// up the target the same way; Commit then applies staged rows and stores
-// the checkpoint but leaves COMMIT and ROLLBACK to the caller. The caller
-// must have created sluice.checkpoints (EnsureCheckpoints) beforehand.
+// up the target the same way but stages nothing (Write fails; the caller
+// applies its rows with ApplyRelationWith); Commit then stores the
+// checkpoint but leaves COMMIT and ROLLBACK to the caller. The caller must
+// have created sluice.checkpoints (EnsureCheckpoints) beforehand.
 func (p *Plan) Attach(ctx context.Context, tx pgx.Tx, job string) (*Tx, error) {
 	return p.attach(ctx, tx, job, false)
 }
@@ -95,7 +96,7 @@ func (p *Plan) attach(ctx context.Context, tx pgx.Tx, job string, owned bool) (*
 	if exists && st.Mode == plan.ModeOverwrite {
 		setup = append(setup, "DELETE FROM "+Quote(st.Table))
 	}
-	if c.stage != "" {
+	if owned && c.stage != "" {
 		setup = append(setup, "DROP TABLE IF EXISTS pg_temp."+StageTable, c.stage)
 	}
 	for _, q := range setup {
@@ -138,6 +139,9 @@ func (t *Tx) Write(ctx context.Context, batch []cdc.Change) error {
 	}
 	if t.done {
 		return errors.New("postgres sink: write after commit")
+	}
+	if !t.owned {
+		return errors.New("postgres sink: write on an attached transaction (it stages nothing; apply a relation with ApplyRelationWith)")
 	}
 	if err := t.write(ctx, batch); err != nil {
 		t.err = err
@@ -311,10 +315,13 @@ func (t *Tx) Commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 }
 
 func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, error) {
-	if t.c.apply != nil {
+	if t.c.apply != nil && t.ord > 0 {
 		a := t.c.apply
 		if t.partial && t.c.partial != nil {
 			a = t.c.partial
+		}
+		if _, err := t.tx.Exec(ctx, WorkMemSQL(t.ord)); err != nil {
+			return runner.Stats{}, fmt.Errorf("postgres sink: %w", err)
 		}
 		w, err := a.Exec(ctx, t.tx)
 		if err != nil {

@@ -93,7 +93,7 @@
 // A read for a merge sink (runner.ReadOptions.OmitUpdateBefore) leaves
 // UPDATE_BEFORE out: one row per changed key, counted as one omitted
 // UPDATE_BEFORE per UPDATE_AFTER. A read sets work_mem for its own
-// transaction from the size of its window (workMemSQL), so the sort of
+// transaction from the size of its window (sinkpg.WorkMemSQL), so the sort of
 // the window's log rows stays in memory.
 //
 // ChangesQuery is the single SQL text of a read, used by Changes and by

@@ -16,30 +16,6 @@ import (
 // readTable is the TEMP table a pushed-down run materializes its read in.
 const readTable = "sluice_read"
 
-// Memory of a read. The read sorts the window's log rows by key (a
-// WindowAgg over them) and the apply hashes the net changes: at
-// PostgreSQL's default work_mem of 4MB both spill to temporary files from
-// a few ten thousand changes on, and spilling costs (the read of 1M
-// pgbench changes, 2M log rows: 5.6 s with a 256MB work_mem that spilled,
-// 4.3 s in memory). A read therefore sets work_mem for
-// its own transaction (SET LOCAL; the session's value returns at its end)
-// from the window's size: workMemPerRow per log row (an in-memory sort of
-// pgbench_accounts' log rows took about 180 bytes each), between
-// minWorkMem and maxWorkMem. It is a per-sort/per-hash limit of this one
-// backend, used only while the read runs.
-const (
-	workMemPerRow = 256 // bytes
-	minWorkMem    = 64 << 20
-	maxWorkMem    = 1 << 30
-)
-
-// workMemSQL is the SET LOCAL work_mem of a read whose window holds about
-// rows log rows (0: unknown, the minimum).
-func workMemSQL(rows int64) string {
-	b := min(max(rows*workMemPerRow, minWorkMem), maxWorkMem)
-	return fmt.Sprintf("SET LOCAL work_mem = '%dkB'", b>>10)
-}
-
 // Pushdown compiles p to SQL that runs inside this database in one
 // REPEATABLE READ transaction (runner.Pushdowner): the stream's changes
 // (ChangesQuery) are materialized in a TEMP table, filtered and projected
@@ -190,7 +166,7 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	pd.steps = append(pd.steps,
 		src("narrow the read point to the table's changes; bound the window's __seq", windowBoundsQuery(tr, fp, Position{Snap: "<pg_current_snapshot()>"})),
 		src(fmt.Sprintf("memory for the sorts and hashes of this transaction, sized to the window: %d bytes per log row, %dMB to %dMB (here for 100,000 rows)",
-			workMemPerRow, minWorkMem>>20, maxWorkMem>>20), workMemSQL(100_000)))
+			sinkpg.WorkMemPerRow, sinkpg.MinWorkMem>>20, sinkpg.MaxWorkMem>>20), sinkpg.WorkMemSQL(100_000)))
 	if seqVersioned(s, fp) {
 		read = src("read the stream's changes after the offset, up to the read point; $1 = min(__seq) - 1 of the window "+
 			"(a window whose __seq span reaches 2^32 is versioned by dense_rank() OVER (ORDER BY d.__seq) instead)",
@@ -288,7 +264,7 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 		return runner.Stats{}, none, none, err
 	}
 	to := toPos.Offset()
-	if _, err := tx.Exec(ctx, workMemSQL(toPos.windowRows)); err != nil {
+	if _, err := tx.Exec(ctx, sinkpg.WorkMemSQL(toPos.windowRows)); err != nil {
 		return runner.Stats{}, none, none, err
 	}
 	stx, err := pd.sink.Attach(ctx, tx, job)

@@ -50,6 +50,15 @@ func TestPushdownFullRows(t *testing.T) {
 		t.Errorf("computed key: want the collapse into sluice_net:\n%s", bq)
 	}
 
+	for _, q := range []string{sqlOf(pda.Steps()), sqlOf(pdb.Steps())} {
+		if strings.Contains(q, "'UPDATE_BEFORE', 0, true") {
+			t.Errorf("a merge's read should leave UPDATE_BEFORE out:\n%s", q)
+		}
+		if strings.Contains(q, "sluice_stage") {
+			t.Errorf("a pushdown stages nothing, yet its plan has the staging table:\n%s", q)
+		}
+	}
+
 	sqlExec(t, b, `UPDATE fr SET v = 10 WHERE id = 1`, `INSERT INTO fr VALUES (3, 3)`, `UPDATE fr SET v = 30 WHERE id = 3`,
 		`DELETE FROM fr WHERE id = 2`, `INSERT INTO fr VALUES (4, 4)`, `UPDATE fr SET v = 4 WHERE id = 4`)
 	stA, _, _, err := pda.Run(ctx, "ja")
@@ -89,24 +98,5 @@ func TestPushdownFullRows(t *testing.T) {
 	}
 	if stB.Written[cdc.OpInsert]+stB.Written[cdc.OpUpdateAfter]+stB.Written[cdc.OpDelete] != 2 {
 		t.Errorf("computed-key stats: %+v", stB)
-	}
-}
-
-// TestWorkMemSQL: work_mem follows the window's log rows at 256 bytes
-// each, between 64MB and 1GB.
-func TestWorkMemSQL(t *testing.T) {
-	for _, c := range []struct {
-		rows int64
-		want string
-	}{
-		{0, "SET LOCAL work_mem = '65536kB'"},          // unknown: 64MB
-		{1000, "SET LOCAL work_mem = '65536kB'"},       // 256kB, raised to 64MB
-		{1_000_000, "SET LOCAL work_mem = '250000kB'"}, // 256,000,000 bytes
-		{2_000_000, "SET LOCAL work_mem = '500000kB'"},
-		{100_000_000, "SET LOCAL work_mem = '1048576kB'"}, // capped at 1GB
-	} {
-		if got := workMemSQL(c.rows); got != c.want {
-			t.Errorf("workMemSQL(%d) = %q, want %q", c.rows, got, c.want)
-		}
 	}
 }

@@ -143,8 +143,9 @@ func (b *Backend) NetChanges(s *runner.StreamInfo) bool { return s.Mode != dsl.M
 // Changes opens a read of s after from (runner.Source). The read runs in a
 // REPEATABLE READ, READ ONLY transaction on one pooled connection, held
 // until Close; rows stream from ChangesQuery, or with
-// opt.OmitUpdateBefore from its variant without UPDATE_BEFORE (the reader
-// then counts one omitted UPDATE_BEFORE per UPDATE_AFTER, Omitted).
+// opt.OmitUpdateBefore from its variant without UPDATE_BEFORE and without
+// the final ORDER BY (the reader then counts one omitted UPDATE_BEFORE per
+// UPDATE_AFTER, Omitted).
 func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Offset, opt runner.ReadOptions) (runner.ChangeReader, error) {
 	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -167,10 +168,14 @@ func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Of
 		r.done = true
 		return r, nil
 	}
-	q := changesQuery(t, s, fp, to, queryOptions{ordered: true, base: literalBase(to), afterOnly: opt.OmitUpdateBefore})
+	// Without UPDATE_BEFORE the read is for a merge, which orders by
+	// version itself: the rows come in key order, as the window sorted
+	// them (no second sort, and the merge then touches the target in key
+	// order).
+	q := changesQuery(t, s, fp, to, queryOptions{ordered: !opt.OmitUpdateBefore, base: literalBase(to), afterOnly: opt.OmitUpdateBefore})
 	r.countOmitted = opt.OmitUpdateBefore
 	b.log.Debug("read table stream", "stream", s.Name, "from", from.String(), "to", to.String())
-	if _, err := tx.Exec(ctx, workMemSQL(to.windowRows)); err != nil {
+	if _, err := tx.Exec(ctx, sinkpg.WorkMemSQL(to.windowRows)); err != nil {
 		_ = tx.Rollback(ctx)
 		return nil, b.wrap(err, "read table stream %s", s.Name)
 	}
