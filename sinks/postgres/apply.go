@@ -85,6 +85,27 @@ func (a *Apply) Steps() []plan.Step {
 	return out
 }
 
+// MergeSQL returns the one writing statement of a FullRows merge on
+// PostgreSQL 15+ (its MERGE) for a caller that runs it inside a statement
+// of its own and counts by itself (pushdown); ok is false for an apply
+// with other statements (a collapse, ANALYZE, the DELETE + upserts of
+// PostgreSQL 13/14, a SQL MERGE's cardinality check).
+func (a *Apply) MergeSQL() (sql string, ok bool) {
+	if a.merge != nil {
+		return "", false
+	}
+	for _, s := range a.stmts {
+		switch {
+		case s.kind == kindCount:
+		case s.kind == kindExec && strings.HasPrefix(s.step.SQL, "MERGE INTO ") && sql == "":
+			sql = s.step.SQL
+		default:
+			return "", false
+		}
+	}
+	return sql, sql != ""
+}
+
 // CompileApply compiles the statements that apply the rows of relation
 // (see the change-relation columns above; projected columns typed as
 // st.Schema) to the target of st. target is the target's schema as Target

@@ -372,6 +372,15 @@ func (t *Tx) ApplyRelationWith(ctx context.Context, relation string, opt ApplyOp
 	return nil
 }
 
+// AddWritten adds rows the caller wrote to the target inside an attached
+// transaction (a pushdown's one statement, Apply.MergeSQL) to the counts
+// Commit returns.
+func (t *Tx) AddWritten(w map[cdc.Op]int64) {
+	for op, n := range w {
+		t.written[op] += n
+	}
+}
+
 // Rollback abandons the transaction (nothing is stored); it is safe after
 // Commit and more than once. A Tx from Attach leaves ROLLBACK to its
 // caller.

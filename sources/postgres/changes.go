@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,28 +124,38 @@ FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 	for i, n := range names {
 		wcols = append(wcols, "w."+n)
 		fi, zi := sinkpg.Quote(fmt.Sprintf("__f%d", i)), sinkpg.Quote(fmt.Sprintf("__z%d", i))
-		// first_value drops the type modifier (numeric(10,2), char(84)):
-		// cast back so the result columns keep the table's types.
-		first := fmt.Sprintf("first_value(w.%s) OVER __k", n)
-		if cols[i].Native && cols[i].PGType != "" {
-			first = "(" + first + ")::" + cols[i].PGType
+		if slices.Contains(t.Table.Key, cols[i].Name) {
+			// The partition key: the same in every row of the partition.
+			fz = append(fz, "x."+n+" AS "+fi, "x."+n+" AS "+zi)
+		} else {
+			firsts = append(firsts, fmt.Sprintf("first_value(w.%s) OVER __k AS %s", n, fi))
+			fz = append(fz, "x."+fi+" AS "+fi, "x."+n+" AS "+zi)
 		}
-		firsts = append(firsts, first+" AS "+fi)
-		fz = append(fz, "x."+fi+" AS "+fi, "x."+n+" AS "+zi)
 		fRow = append(fRow, "d."+fi)
 		zRow = append(zRow, "d."+zi)
-		out = append(out, fmt.Sprintf("CASE WHEN e.pre THEN d.%s ELSE d.%s END AS %s", fi, zi, n))
-		img = append(img, fmt.Sprintf("CASE WHEN d.__is THEN d.%s ELSE d.%s END AS %s", zi, fi, n))
+		// first_value drops the type modifier (numeric(10,2), char(84)):
+		// the result columns cast back to the table's types, once per
+		// change rather than per log row.
+		cast := ""
+		if cols[i].Native && cols[i].PGType != "" {
+			cast = "::" + cols[i].PGType
+		}
+		out = append(out, fmt.Sprintf("(CASE WHEN e.pre THEN d.%s ELSE d.%s END)%s AS %s", fi, zi, cast, n))
+		img = append(img, fmt.Sprintf("(CASE WHEN d.__is THEN d.%s ELSE d.%s END)%s AS %s", zi, fi, cast, n))
+	}
+	firstCols := ""
+	if len(firsts) > 0 {
+		firstCols = ", " + strings.Join(firsts, ", ")
 	}
 	rank := "dense_rank() OVER (ORDER BY d.__seq)"
 	if o.base != "" {
 		rank = "(d.__seq - " + o.base + ")"
 	}
 	netCTE := fmt.Sprintf(`,
-x AS (SELECT w.__seq, w.__op, w.__ts, %[4]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop, %[2]s
+x AS (SELECT w.__seq, w.__op, w.__ts, %[4]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop%[2]s
       FROM w WINDOW __k AS (PARTITION BY %[1]s ORDER BY w.__seq)),
 d AS (SELECT x.__seq, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A') AS __is, %[3]s
-      FROM x WHERE NOT x.__more)`, keys, strings.Join(firsts, ", "), strings.Join(fz, ", "), strings.Join(wcols, ", "))
+      FROM x WHERE NOT x.__more)`, keys, firstCols, strings.Join(fz, ", "), strings.Join(wcols, ", "))
 	changed := fmt.Sprintf("ROW(%s) IS DISTINCT FROM ROW(%s)", strings.Join(fRow, ", "), strings.Join(zRow, ", "))
 	if o.afterOnly {
 		// One row per key: the key's net change with the image it carries

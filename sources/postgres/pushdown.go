@@ -90,11 +90,7 @@ var (
 // the run passes; the plan shows the same text. With afterOnly (a merge
 // sink, plan.SinkStage.IgnoresUpdateBefore) UPDATE_BEFORE is left out.
 func readQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position, seqBase, afterOnly bool) string {
-	base := ""
-	if seqBase {
-		base = "$1::bigint"
-	}
-	return fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, changesQuery(t, s, from, to, queryOptions{base: base, afterOnly: afterOnly}))
+	return fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, changesQuery(t, s, from, to, queryOptions{base: readBase(seqBase), afterOnly: afterOnly}))
 }
 
 // pushdown is a compiled pushdown (runner.PushdownPlan).
@@ -104,8 +100,9 @@ type pushdown struct {
 	s        *runner.StreamInfo
 	relation string
 	sink     *sinkpg.Plan
-	full     bool // the read has one change per merge key (sinkpg.ApplyOptions.FullRows)
-	after    bool // the read leaves UPDATE_BEFORE out (queryOptions.afterOnly)
+	full     bool    // the read has one change per merge key (sinkpg.ApplyOptions.FullRows)
+	after    bool    // the read leaves UPDATE_BEFORE out (queryOptions.afterOnly)
+	single   *single // the one-statement pushdown, when the plan qualifies
 	steps    []plan.Step
 }
 
@@ -155,6 +152,16 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", runner.ErrNoPushdown, err)
 	}
+	pd.single, err = pd.compileSingle(func(relation string) (string, bool) {
+		a, err := sinkpg.CompileApply(&pd.p.Sink, target, relation, sinkpg.ApplyOptions{ServerVersion: b.version, FullRows: true})
+		if err != nil {
+			return "", false
+		}
+		return a.MergeSQL()
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v", runner.ErrNoPushdown, err)
+	}
 	pd.steps = []plan.Step{
 		src("serialize runs of this job (session lock)", "SELECT pg_advisory_lock(hashtext('sluice.job:' || $1))"),
 		src("one transaction for read, write and offset; its snapshot is the read point", "BEGIN ISOLATION LEVEL REPEATABLE READ"),
@@ -172,14 +179,18 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 			"(a window whose __seq span reaches 2^32 is versioned by dense_rank() OVER (ORDER BY d.__seq) instead)",
 			readQuery(tr, s, fp, to, true, pd.after))
 	}
-	pd.steps = append(pd.steps,
-		read,
-		src("count the changes read by change type", countRead),
-		src("statistics of the read, so the apply is planned for its real size (a MERGE then hashes the read, not the target)", analyzeRead))
-	// What the sink's Attach runs in this transaction, then the apply over
-	// the read, then the checkpoint (exactly what Run executes).
+	// What the sink's Attach runs in this transaction, then the read and
+	// the apply, then the checkpoint (exactly what Run executes).
 	pd.steps = append(pd.steps, pd.sink.AttachSteps()...)
-	pd.steps = append(pd.steps, apply.Steps()...)
+	if pd.single != nil {
+		pd.steps = append(pd.steps, pd.single.steps(changesQuery(tr, s, fp, to, queryOptions{base: readBase(seqVersioned(s, fp)), afterOnly: pd.after}))...)
+	} else {
+		pd.steps = append(pd.steps,
+			read,
+			src("count the changes read by change type", countRead),
+			src("statistics of the read, so the apply is planned for its real size (a MERGE then hashes the read, not the target)", analyzeRead))
+		pd.steps = append(pd.steps, apply.Steps()...)
+	}
 	pd.steps = append(pd.steps, sinkpg.CheckpointStep())
 	pd.steps = append(pd.steps,
 		src("advance the stream's offset (compare-and-set)", `UPDATE sluice.streams SET position = $1 WHERE name = $2 AND id = $3 AND position = $4`),
@@ -278,6 +289,16 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 		if seqBase {
 			args = append(args, toPos.seqBase)
 		}
+		if pd.single != nil {
+			read := changesQuery(t, s, fp, toPos, queryOptions{base: readBase(seqBase), afterOnly: pd.after})
+			rn, wn, err := pd.single.run(ctx, tx, read, args, pd.after)
+			if err != nil {
+				return runner.Stats{}, none, none, b.wrap(err, "read table stream %s and merge into %s", s.Name, sinkpg.Quote(pd.p.Sink.Table))
+			}
+			stats.Read = rn
+			stx.AddWritten(wn)
+			return pd.finish(ctx, tx, stx, job, s, stats, from, to)
+		}
 		q := readQuery(t, s, fp, toPos, seqBase, pd.after)
 		if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS pg_temp."+readTable); err != nil {
 			return runner.Stats{}, none, none, err
@@ -304,13 +325,28 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 			return runner.Stats{}, none, none, err
 		}
 	}
+	return pd.finish(ctx, tx, stx, job, s, stats, from, to)
+}
+
+// finish stores the checkpoint and advances the stream's offset in tx.
+func (pd *pushdown) finish(ctx context.Context, tx pgx.Tx, stx *sinkpg.Tx, job string, s *runner.StreamInfo, stats runner.Stats, from, to cdc.Offset) (runner.Stats, cdc.Offset, cdc.Offset, error) {
+	var none cdc.Offset
 	w, err := stx.Commit(ctx, runner.Checkpoint{Job: job, Stream: s.Name, StreamID: s.ID, Offset: to})
 	if err != nil {
 		return runner.Stats{}, none, none, err
 	}
 	stats.Written = w.Written
-	if err := b.advance(ctx, tx, s, s.Offset, to); err != nil {
+	if err := pd.b.advance(ctx, tx, s, s.Offset, to); err != nil {
 		return runner.Stats{}, none, none, err
 	}
 	return stats, from, to, nil
+}
+
+// readBase is the seq base of a read as a bound parameter ($1), or ""
+// without one.
+func readBase(seqBase bool) string {
+	if seqBase {
+		return "$1::bigint"
+	}
+	return ""
 }

@@ -23,11 +23,19 @@ func TestPushdownFullRows(t *testing.T) {
 	track(t, b, "fr")
 	mkStream(t, b, "sa", "fr", dsl.ModeStandard, false)
 	mkStream(t, b, "sb", "fr", dsl.ModeStandard, false)
+	mkStream(t, b, "sc", "fr", dsl.ModeStandard, false)
 
 	pa, sa := bindPlan(t, b, "sa", "", []string{"id", "v"},
 		plan.SinkStage{Backend: "postgres", Table: "ra", Mode: plan.ModeMerge, Keys: []string{"id"}, OneChangePerKey: true})
 	pb, sb := bindPlan(t, b, "sb", "", []string{"id % 2 AS k", "v"},
 		plan.SinkStage{Backend: "postgres", Table: "rb", Mode: plan.ModeMerge, Keys: []string{"k"}})
+	// One statement with a filter: a DELETE is filtered by its first image.
+	pc, sc := bindPlan(t, b, "sc", "v > 5", []string{"id", "v"},
+		plan.SinkStage{Backend: "postgres", Table: "rc", Mode: plan.ModeMerge, Keys: []string{"id"}, OneChangePerKey: true})
+	pdc, err := b.Pushdown(ctx, pc, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pda, err := b.Pushdown(ctx, pa, sa)
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +53,11 @@ func TestPushdownFullRows(t *testing.T) {
 	}
 	if a := sqlOf(pda.Steps()); strings.Contains(a, "sluice_net") || !strings.Contains(a, "SET LOCAL work_mem") {
 		t.Errorf("pass-through key: want no net-change table and SET LOCAL work_mem:\n%s", a)
+	}
+	for name, q := range map[string]string{"pass-through": sqlOf(pda.Steps()), "filtered": sqlOf(pdc.Steps())} {
+		if !strings.Contains(q, "sluice_read AS MATERIALIZED") || strings.Contains(q, "CREATE TEMP TABLE sluice_read") {
+			t.Errorf("%s: want the one-statement pushdown (read as a CTE, no TEMP read table):\n%s", name, q)
+		}
 	}
 	if bq := sqlOf(pdb.Steps()); !strings.Contains(bq, "sluice_net") {
 		t.Errorf("computed key: want the collapse into sluice_net:\n%s", bq)
@@ -69,6 +82,10 @@ func TestPushdownFullRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stC, _, _, err := pdc.Run(ctx, "jc")
+	if err != nil {
+		t.Fatal(err)
+	}
 	rows := func(q string) []string {
 		t.Helper()
 		rs, err := b.Query(ctx, q)
@@ -89,9 +106,15 @@ func TestPushdownFullRows(t *testing.T) {
 	if stA.Read[cdc.OpUpdateBefore] != 1 || stA.Written[cdc.OpUpdateAfter] != 1 || stA.Written[cdc.OpInsert] != 2 || stA.Written[cdc.OpDelete] != 1 {
 		t.Errorf("pass-through stats: %+v", stA)
 	}
+	// v > 5: UPDATE_AFTER (1, 10) and INSERT (3, 30) pass; DELETE (2, 2)
+	// (its first image) and INSERT (4, 4) do not.
+	check(t, "filtered one-statement merge", rows(`SELECT id, v FROM rc ORDER BY id`), []string{"1 10.00", "3 30.00"})
+	if w := map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpInsert: 1}; !maps.Equal(stC.Written, w) {
+		t.Errorf("filtered written %v, want %v", stC.Written, w)
+	}
 	// Net changes: id 1 update, id 3 insert, id 2 delete, id 4 insert.
 	wantRead := map[cdc.Op]int64{cdc.OpInsert: 2, cdc.OpUpdateBefore: 1, cdc.OpUpdateAfter: 1, cdc.OpDelete: 1}
-	for name, st := range map[string]map[cdc.Op]int64{"pass-through": stA.Read, "computed-key": stB.Read} {
+	for name, st := range map[string]map[cdc.Op]int64{"pass-through": stA.Read, "computed-key": stB.Read, "filtered": stC.Read} {
 		if !maps.Equal(st, wantRead) {
 			t.Errorf("%s read counts %v, want %v", name, st, wantRead)
 		}
