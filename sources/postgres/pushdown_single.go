@@ -17,9 +17,10 @@ import (
 // MATERIALIZED CTE (kept in memory, work_mem permitting, rather than
 // written to a TEMP table and read back), two data-modifying CTEs put the
 // counts by change type into a small TEMP table, and the MERGE applies the
-// filtered, projected net changes. bench/pgapply measured the TEMP-table
-// path at 8.4 s and this statement at 7.7 s for 632k net changes (three
-// runs each, alternating).
+// filtered, projected net changes. On bench/pgapply's workload (1M
+// changes, 632k net changes) the statements of the TEMP-table path took
+// 8.0–8.9 s, this statement 7.3–8.0 s (psql, three runs each, alternating;
+// the machine's noise is about ±10%).
 
 // Names of the one-statement pushdown.
 const (
