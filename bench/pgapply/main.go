@@ -6,6 +6,7 @@
 //
 //	go run ./bench/pgapply                      # 1,000,000 changes (pgbench simple-update over scale 10)
 //	go run ./bench/pgapply -changes 100000      # a quick run
+//	go run ./bench/pgapply -rounds 5            # medians of 5 rounds (default 3)
 //	go run ./bench/pgapply -pg postgres://…     # on an existing server (needs wal_level=logical)
 //
 // Without -pg it starts a throw-away cluster (initdb/pg_ctl, as the
@@ -40,7 +41,10 @@
 // DATABASE … TEMPLATE) of the same prepared database, each in a child
 // process (this program re-executed) so peak RSS (getrusage ru_maxrss) is
 // the contender's alone. Every replica is checked equal to
-// pgbench_accounts afterwards (count and a checksum of all columns).
+// pgbench_accounts afterwards (count and a checksum of all columns). The
+// contenders run -rounds times, in turn, and the table shows each one's
+// median with its fastest and slowest round: on a shared machine single
+// runs of one contender varied by ±20%.
 package main
 
 import (
@@ -57,6 +61,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,6 +79,7 @@ var (
 	scale   = flag.Int("scale", 10, "pgbench scale (100,000 accounts each)")
 	clients = flag.Int("clients", 4, "pgbench clients generating the changes")
 	batches = flag.String("batches", "10000,100000", "batch sizes of the cross-database runs")
+	rounds  = flag.Int("rounds", 3, "rounds of the contenders other than logical replication, run in turn; the table shows medians")
 	mode    = flag.String("mode", "", "internal: run one contender (hand, push, cross)")
 	srcURL  = flag.String("src", "", "internal: contender's source database")
 	dstURL  = flag.String("dst", "", "internal: contender's sink database")
@@ -385,12 +391,11 @@ CREATE TABLE STREAM accounts_stream ON TABLE pgbench_accounts WITH PROPERTIES ('
 
 	type row struct {
 		name    string
-		seconds float64
+		seconds float64 // median over the rounds
+		lo, hi  float64 // fastest and slowest round
 		rss     int64
 	}
-	rows := []row{{name: "PostgreSQL logical replication catch-up (subscription, other database)", seconds: lrTime.Seconds()}}
-	var hand, handPurge, handNet, push float64
-	var cross []float64
+	rows := []row{{name: "PostgreSQL logical replication catch-up (subscription, other database)", seconds: lrTime.Seconds(), lo: lrTime.Seconds(), hi: lrTime.Seconds()}}
 	type run struct {
 		mode  string
 		batch int
@@ -405,66 +410,82 @@ CREATE TABLE STREAM accounts_stream ON TABLE pgbench_accounts WITH PROPERTIES ('
 		bs = append(bs, n)
 		runs = append(runs, run{"cross", n})
 	}
-	for i, r := range runs {
-		c, s := fmt.Sprintf("%sc%d", b.prefix, i), fmt.Sprintf("%ss%d", b.prefix, i)
-		if err := b.createDB(ctx, c, src); err != nil {
-			return err
-		}
-		dst := ""
-		if r.mode == "cross" {
-			if err := b.createDB(ctx, s, sinkTpl); err != nil {
+	// Each round runs every contender once, in turn, on fresh copies.
+	key := func(r run) string { return fmt.Sprintf("%s/%d", r.mode, r.batch) }
+	times, purged := map[string][]float64{}, []float64{}
+	peak := map[string]int64{}
+	for round := 0; round < max(*rounds, 1); round++ {
+		for i, r := range runs {
+			c, s := fmt.Sprintf("%sc%d", b.prefix, i), fmt.Sprintf("%ss%d", b.prefix, i)
+			if err := b.createDB(ctx, c, src); err != nil {
 				return err
 			}
-			dst = b.url(s)
-		}
-		if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
-			return err
-		}
-		res, rss, err := child(r.mode, b.url(c), dst, r.batch)
-		if err != nil {
-			return fmt.Errorf("%s: %w", r.mode, err)
-		}
-		where := b.url(c)
-		if dst != "" {
-			where = dst
-		}
-		if got, err := queryString(ctx, where, fmt.Sprintf(sumSQL, "replica")); err != nil {
-			return err
-		} else if got != want {
-			return fmt.Errorf("%s: the replica differs from pgbench_accounts", r.mode)
-		}
-		switch r.mode {
-		case "hand":
-			hand, handPurge = res.Seconds, res.Seconds+res.PurgeSeconds
-			rows = append(rows,
-				row{"hand-written MERGE over the change log (same database)", hand, 0},
-				row{"hand-written MERGE + DELETE of the consumed log rows", handPurge, 0})
-		case "handnet":
-			handNet = res.Seconds
-			rows = append(rows, row{"hand-written MERGE of STANDARD net changes (first and last image)", handNet, 0})
-		case "push":
-			push = res.Seconds
-			rows = append(rows, row{"sluice run, same database (pushed down)", push, rss})
-		case "cross":
-			cross = append(cross, res.Seconds)
-			rows = append(rows, row{fmt.Sprintf("sluice run, other database (batches of %d)", r.batch), res.Seconds, rss})
-		}
-		for _, db := range []string{c, s} {
-			if err := b.dropDB(ctx, db); err != nil {
+			dst := ""
+			if r.mode == "cross" {
+				if err := b.createDB(ctx, s, sinkTpl); err != nil {
+					return err
+				}
+				dst = b.url(s)
+			}
+			if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
 				return err
+			}
+			res, rss, err := child(r.mode, b.url(c), dst, r.batch)
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.mode, err)
+			}
+			where := b.url(c)
+			if dst != "" {
+				where = dst
+			}
+			if got, err := queryString(ctx, where, fmt.Sprintf(sumSQL, "replica")); err != nil {
+				return err
+			} else if got != want {
+				return fmt.Errorf("%s: the replica differs from pgbench_accounts", r.mode)
+			}
+			times[key(r)] = append(times[key(r)], res.Seconds)
+			if r.mode == "hand" {
+				purged = append(purged, res.Seconds+res.PurgeSeconds)
+			}
+			peak[key(r)] = max(peak[key(r)], rss)
+			for _, db := range []string{c, s} {
+				if err := b.dropDB(ctx, db); err != nil {
+					return err
+				}
 			}
 		}
 	}
+	stat := func(ts []float64) (med, lo, hi float64) {
+		ts = slices.Clone(ts)
+		slices.Sort(ts)
+		n := len(ts)
+		return (ts[(n-1)/2] + ts[n/2]) / 2, ts[0], ts[n-1]
+	}
+	add := func(name string, ts []float64, rss int64) float64 {
+		m, lo, hi := stat(ts)
+		rows = append(rows, row{name, m, lo, hi, rss})
+		return m
+	}
+	hand := add("hand-written MERGE over the change log (same database)", times["hand/0"], 0)
+	handPurge := add("hand-written MERGE + DELETE of the consumed log rows", purged, 0)
+	handNet := add("hand-written MERGE of STANDARD net changes (first and last image)", times["handnet/0"], 0)
+	push := add("sluice run, same database (pushed down)", times["push/0"], peak["push/0"])
+	var cross []float64
+	for _, n := range bs {
+		k := key(run{"cross", n})
+		cross = append(cross, add(fmt.Sprintf("sluice run, other database (batches of %d)", n), times[k], peak[k]))
+	}
 
 	fmt.Println()
-	fmt.Printf("%-72s %9s %11s %9s %9s %9s\n", "contender", "seconds", "changes/s", "peak RSS", "vs MERGE", "vs LR")
+	fmt.Printf("medians of %d rounds (logical replication: one catch-up); the range is the fastest and slowest round\n", max(*rounds, 1))
+	fmt.Printf("%-72s %9s %13s %11s %9s %9s %9s\n", "contender", "seconds", "range", "changes/s", "peak RSS", "vs MERGE", "vs LR")
 	rate := func(s float64) float64 { return total / s }
 	for _, r := range rows {
 		rss := "-"
 		if r.rss > 0 {
 			rss = fmt.Sprintf("%dMB", r.rss/1024)
 		}
-		fmt.Printf("%-72s %9.2f %11.0f %9s %8.2fx %8.2fx\n", r.name, r.seconds, rate(r.seconds), rss, hand/r.seconds, lrTime.Seconds()/r.seconds)
+		fmt.Printf("%-72s %9.2f %13s %11.0f %9s %8.2fx %8.2fx\n", r.name, r.seconds, fmt.Sprintf("%.2f–%.2f", r.lo, r.hi), rate(r.seconds), rss, hand/r.seconds, lrTime.Seconds()/r.seconds)
 	}
 	fmt.Println()
 	fmt.Printf("goal (a) pushed down ≥ 0.9× the hand-written MERGE: %.2fx (%.2fx against MERGE + log purge; %.2fx against the hand-written STANDARD net-change MERGE)\n", hand/push, handPurge/push, handNet/push)
