@@ -566,28 +566,8 @@ sink: {table: replica, mode: merge, keys: [aid]`+sink+`}
 // own transaction). Then, timed separately, the consumed log rows are
 // deleted.
 func handMerge(ctx context.Context, url string) (result, error) {
-	t0 := time.Now()
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return result{}, err
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, `
-MERGE INTO replica AS t
-USING (SELECT DISTINCT ON (aid) __op, aid, bid, abalance, filler
-       FROM sluice.log_pgbench_accounts ORDER BY aid, __seq DESC) AS n
-ON t.aid = n.aid
-WHEN MATCHED AND n.__op IN ('D', 'B') THEN DELETE
-WHEN MATCHED THEN UPDATE SET bid = n.bid, abalance = n.abalance, filler = n.filler
-WHEN NOT MATCHED AND n.__op IN ('I', 'A') THEN INSERT (aid, bid, abalance, filler) VALUES (n.aid, n.bid, n.abalance, n.filler)`); err != nil {
-		return result{}, err
-	}
-	merge := time.Since(t0)
-	t1 := time.Now()
-	if _, err := c.Exec(ctx, `DELETE FROM sluice.log_pgbench_accounts`); err != nil {
-		return result{}, err
-	}
-	return result{Seconds: merge.Seconds(), PurgeSeconds: time.Since(t1).Seconds()}, nil
+	return mergeBy(ctx, url, `(SELECT DISTINCT ON (aid) __op, aid, bid, abalance, filler
+       FROM sluice.log_pgbench_accounts ORDER BY aid, __seq DESC)`, true)
 }
 
 // handNetMerge is the hand-written MERGE of the changes with a STANDARD
@@ -599,6 +579,18 @@ WHEN NOT MATCHED AND n.__op IN ('I', 'A') THEN INSERT (aid, bid, abalance, fille
 // of those semantics from sluice's own (offsets, checkpoint, counts,
 // purge).
 func handNetMerge(ctx context.Context, url string) (result, error) {
+	return mergeBy(ctx, url, `(SELECT * FROM (
+         SELECT __op, aid, bid, abalance, filler,
+                lead(true, 1, false) OVER k AS more, first_value(__op) OVER k AS fop,
+                first_value(bid) OVER k AS fbid, first_value(abalance) OVER k AS fab, first_value(filler) OVER k AS ffil
+         FROM sluice.log_pgbench_accounts WINDOW k AS (PARTITION BY aid ORDER BY __seq)) x
+       WHERE NOT more AND (fop IN ('B', 'D') OR __op IN ('I', 'A'))
+         AND NOT (fop IN ('B', 'D') AND __op IN ('I', 'A') AND (fbid, fab, ffil) IS NOT DISTINCT FROM (bid, abalance, filler)))`, false)
+}
+
+// mergeBy times one MERGE INTO the replica USING changes (one row per key:
+// __op and the row), then, with purge, the DELETE of the log rows.
+func mergeBy(ctx context.Context, url, changes string, purge bool) (result, error) {
 	t0 := time.Now()
 	c, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -607,18 +599,20 @@ func handNetMerge(ctx context.Context, url string) (result, error) {
 	defer c.Close(ctx)
 	if _, err := c.Exec(ctx, `
 MERGE INTO replica AS t
-USING (SELECT * FROM (
-         SELECT __op, aid, bid, abalance, filler,
-                lead(true, 1, false) OVER k AS more, first_value(__op) OVER k AS fop,
-                first_value(bid) OVER k AS fbid, first_value(abalance) OVER k AS fab, first_value(filler) OVER k AS ffil
-         FROM sluice.log_pgbench_accounts WINDOW k AS (PARTITION BY aid ORDER BY __seq)) x
-       WHERE NOT more AND (fop IN ('B', 'D') OR __op IN ('I', 'A'))
-         AND NOT (fop IN ('B', 'D') AND __op IN ('I', 'A') AND (fbid, fab, ffil) IS NOT DISTINCT FROM (bid, abalance, filler))) AS n
+USING `+changes+` AS n
 ON t.aid = n.aid
 WHEN MATCHED AND n.__op IN ('D', 'B') THEN DELETE
 WHEN MATCHED THEN UPDATE SET bid = n.bid, abalance = n.abalance, filler = n.filler
 WHEN NOT MATCHED AND n.__op IN ('I', 'A') THEN INSERT (aid, bid, abalance, filler) VALUES (n.aid, n.bid, n.abalance, n.filler)`); err != nil {
 		return result{}, err
 	}
-	return result{Seconds: time.Since(t0).Seconds()}, nil
+	r := result{Seconds: time.Since(t0).Seconds()}
+	if purge {
+		t1 := time.Now()
+		if _, err := c.Exec(ctx, `DELETE FROM sluice.log_pgbench_accounts`); err != nil {
+			return result{}, err
+		}
+		r.PurgeSeconds = time.Since(t1).Seconds()
+	}
+	return r, nil
 }
