@@ -100,7 +100,7 @@ func (s *single) steps(read string) []plan.Step {
 	src := func(what, sql string) plan.Step { return plan.Step{Where: "source", What: what, SQL: sql} }
 	return []plan.Step{
 		src("a TEMP table for the counts by change type", dropCounts+"\n"+createCounts),
-		src("read the stream's changes after the offset up to the read point (one row per changed key: the merge ignores UPDATE_BEFORE, counted one per UPDATE_AFTER), count them, and MERGE the filtered, projected net changes into the target, in one statement", s.text(read)),
+		src("read the stream's changes after the offset up to the read point (one row per changed key: the merge ignores UPDATE_BEFORE, counted one per UPDATE_AFTER; $1, where present, = min(__seq) - 1 of the window), count them, and MERGE the filtered, projected net changes into the target, in one statement", s.text(read)),
 		src("the counts of the changes read and the rows written ($1 = 'read', then 'written')", readCounts),
 	}
 }
