@@ -10,10 +10,10 @@ import (
 )
 
 // TestMergeOneChangePerKey: with OneChangePerKey (net changes, keys passed
-// through) the staged rows are merged without the collapse into
-// sluice_net, after an ANALYZE of the staging table; the result and the
-// counts equal those of the collapsing merge over the same net changes,
-// written in several batches, on both the MERGE and the ON CONFLICT path.
+// through) each staged batch is merged as it arrives, without the collapse
+// into sluice_net; the result and the counts equal those of the collapsing
+// merge over the same net changes, written in several batches, on both the
+// MERGE and the ON CONFLICT path.
 func TestMergeOneChangePerKey(t *testing.T) {
 	// Net changes: one per key (an update as a BEFORE/AFTER pair).
 	net := []cdc.Change{
@@ -48,8 +48,14 @@ func TestMergeOneChangePerKey(t *testing.T) {
 				if collapses := strings.Contains(all, "sluice_net"); collapses == one {
 					t.Errorf("OneChangePerKey=%v but collapse into sluice_net = %v:\n%s", one, collapses, all)
 				}
-				if !strings.Contains(all, "ANALYZE") {
-					t.Errorf("no ANALYZE before the merge:\n%s", all)
+				// One change per key: each batch is merged as it arrives and
+				// the staging table emptied; else one merge at commit after an
+				// ANALYZE of the net changes.
+				if perBatch := strings.Contains(all, "TRUNCATE pg_temp.sluice_stage"); perBatch != one {
+					t.Errorf("OneChangePerKey=%v but per-batch merge = %v:\n%s", one, perBatch, all)
+				}
+				if analyzed := strings.Contains(all, "ANALYZE"); analyzed == one {
+					t.Errorf("OneChangePerKey=%v but ANALYZE = %v:\n%s", one, analyzed, all)
 				}
 				stats, err := runBatches(t, sk, st, cpAt("p1"), net[:2], net[2:4], net[4:])
 				if err != nil {

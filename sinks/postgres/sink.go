@@ -119,6 +119,7 @@ type compiled struct {
 	stage   string     // CREATE TEMP TABLE of the stage, "" for direct COPY
 	apply   *Apply     // the merge over StageTable (full rows); nil for direct COPY
 	partial *Apply     // the same for batches with partial rows
+	batch   *Apply     // with one change per key: the merge of each staged batch (no ANALYZE)
 	version int
 }
 
@@ -185,6 +186,16 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 	var err error
 	if c.apply, err = CompileApply(st, target, "pg_temp."+StageTable, opt); err != nil {
 		return nil, err
+	}
+	if st.Merge == nil && st.OneChangePerKey {
+		// Batches of different keys are independent: each is merged as it
+		// arrives, while the runner reads the next (no ANALYZE per batch:
+		// the planner sizes a never-analyzed TEMP table by its pages).
+		bo := opt
+		bo.Analyze = false
+		if c.batch, err = CompileApply(st, target, "pg_temp."+StageTable, bo); err != nil {
+			return nil, err
+		}
 	}
 	if st.Merge == nil {
 		opt.Partial, opt.FullRows = true, false
@@ -265,9 +276,18 @@ func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
 	} else {
 		cols := QuoteList("", st.Schema.Names())
 		out = append(out, sk("COPY each batch into the staging table", fmt.Sprintf("COPY %s (%s, %s, %s, %s, %s) FROM STDIN (FORMAT binary)", StageTable, colOp, colVer, colOrd, colPresent, cols)))
-		out = append(out, sk(fmt.Sprintf("memory for the merge's sorts and hashes, sized to the staged rows: %d bytes each, %dMB to %dMB (here for 100,000 rows; skipped with nothing staged, as is all of the merge)",
-			WorkMemPerRow, MinWorkMem>>20, MaxWorkMem>>20), WorkMemSQL(100_000)))
-		out = append(out, c.apply.Steps()...)
+		if c.batch != nil {
+			out = append(out, sk(fmt.Sprintf("after each batch (one change per key: batches are independent), memory for the merge sized to the batch: %d bytes a row, %dMB to %dMB", WorkMemPerRow, MinWorkMem>>20, MaxWorkMem>>20), WorkMemSQL(10_000)))
+			for _, s := range c.batch.Steps() {
+				s.What = "after each batch: " + s.What
+				out = append(out, s)
+			}
+			out = append(out, sk("after each batch: empty the staging table for the next", "TRUNCATE pg_temp."+StageTable))
+		} else {
+			out = append(out, sk(fmt.Sprintf("memory for the merge's sorts and hashes, sized to the staged rows: %d bytes each, %dMB to %dMB (here for 100,000 rows; skipped with nothing staged, as is all of the merge)",
+				WorkMemPerRow, MinWorkMem>>20, MaxWorkMem>>20), WorkMemSQL(100_000)))
+			out = append(out, c.apply.Steps()...)
+		}
 		if c.partial != nil {
 			for _, s := range c.partial.Steps() {
 				if s.SQL != "" && !slices.ContainsFunc(c.apply.Steps(), func(o plan.Step) bool { return o.SQL == s.SQL }) {

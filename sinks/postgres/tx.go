@@ -28,7 +28,8 @@ type Tx struct {
 	c       *compiled
 	keyIdx  []int
 	keyName []string
-	ord     int64
+	ord     int64 // rows staged so far (their __ord)
+	staged  int64 // rows in the staging table now (not yet merged)
 	partial bool // a partial row was staged
 	written map[cdc.Op]int64
 	err     error // a failed Write poisons the transaction
@@ -213,6 +214,35 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 	if _, err := t.tx.CopyFrom(ctx, table, names, pgx.CopyFromRows(rows)); err != nil {
 		return t.copyError(err, batch, rows)
 	}
+	if staged {
+		t.staged += int64(len(rows))
+		if t.c.batch != nil && !t.partial {
+			return t.mergeBatch(ctx)
+		}
+	}
+	return nil
+}
+
+// mergeBatch merges the staged batch into the target and empties the
+// staging table: with one change per key (plan.SinkStage.OneChangePerKey)
+// batches never share a key, so merging each as it arrives equals merging
+// them all at Commit, and the database merges while the runner reads the
+// next batch.
+func (t *Tx) mergeBatch(ctx context.Context) error {
+	if _, err := t.tx.Exec(ctx, WorkMemSQL(t.staged)); err != nil {
+		return fmt.Errorf("postgres sink: %w", err)
+	}
+	w, err := t.c.batch.Exec(ctx, t.tx)
+	if err != nil {
+		return err
+	}
+	for op, n := range w {
+		t.written[op] += n
+	}
+	if _, err := t.tx.Exec(ctx, "TRUNCATE pg_temp."+StageTable); err != nil {
+		return fmt.Errorf("postgres sink: empty the staging table: %w", err)
+	}
+	t.staged = 0
 	return nil
 }
 
@@ -315,12 +345,12 @@ func (t *Tx) Commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 }
 
 func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, error) {
-	if t.c.apply != nil && t.ord > 0 {
+	if t.c.apply != nil && t.staged > 0 {
 		a := t.c.apply
 		if t.partial && t.c.partial != nil {
 			a = t.c.partial
 		}
-		if _, err := t.tx.Exec(ctx, WorkMemSQL(t.ord)); err != nil {
+		if _, err := t.tx.Exec(ctx, WorkMemSQL(t.staged)); err != nil {
 			return runner.Stats{}, fmt.Errorf("postgres sink: %w", err)
 		}
 		w, err := a.Exec(ctx, t.tx)
