@@ -30,7 +30,7 @@ type Tx struct {
 	keyName []string
 	ord     int64 // rows staged so far (their __ord)
 	staged  int64 // rows in the staging table now (not yet merged)
-	partial bool // a partial row was staged
+	partial bool  // a partial row was staged
 	written map[cdc.Op]int64
 	err     error // a failed Write poisons the transaction
 	done    bool
