@@ -1,7 +1,11 @@
 package runner_test
 
 import (
+	"context"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicedata/sluice/internal/pgtest"
 	_ "github.com/sluicedata/sluice/sources/postgres"
@@ -55,5 +59,48 @@ CREATE TABLE STREAM mid_s ON TABLE mid WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'T
 		if !equalRows(got, want) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// A pushed-down run that fails on a value the target cannot hold is
+// replayed through sluice, which names the row's key and the column;
+// nothing is committed and the changes stay pending for the next run.
+func TestPushdownValueErrorNamesRow(t *testing.T) {
+	pg := pgtest.NewDatabase(t)
+	e := newEnv(t)
+	e.sql(pg, `
+CREATE TABLE src (id INT, amount DECIMAL(10,2), PRIMARY KEY (id));
+ALTER TABLE src SET PROPERTIES ('change_tracking' = 'true');
+CREATE TABLE STREAM src_s ON TABLE src WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');
+CREATE TABLE tgt (id INT, amount DECIMAL(4,2), PRIMARY KEY (id));
+INSERT INTO src VALUES (1, 1.50), (2, 200.00), (3, 3.00);
+`)
+	job := e.job("push.yaml", "connection: '"+pg+"'\nsource: src_s\nsink: {table: tgt, mode: merge, keys: [id]}\n")
+	_, err := e.run(job)
+	if err == nil {
+		t.Fatal("run succeeded; want the overflow of id 2")
+	}
+	for _, want := range []string{"key (id=2)", `column "amount"`, "pushed-down run failed", "nothing committed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if got := e.sql(pg, "SELECT count(*) FROM tgt"); !equalRows(got, [][]string{{"0"}}) {
+		t.Errorf("target rows after the failed run: %v, want none", got)
+	}
+	// Widen the column: the next run applies every pending change.
+	c, err := pgx.Connect(context.Background(), pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if _, err := c.Exec(context.Background(), `ALTER TABLE tgt ALTER COLUMN amount TYPE numeric(10,2)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.run(job); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.sql(pg, "SELECT id, amount FROM tgt ORDER BY id"); !equalRows(got, [][]string{{"1", "1.50"}, {"2", "200.00"}, {"3", "3.00"}}) {
+		t.Errorf("target after the fix: %v", got)
 	}
 }

@@ -12,4 +12,10 @@ var (
 	ErrNotSource     = errors.New("backend cannot be a source")
 	ErrNotSink       = errors.New("backend cannot be a sink")
 	ErrTargetExists  = errors.New("target table exists")
+	// ErrPushdownValue wraps the failure of a pushed-down run caused by a
+	// row's value (a value that does not fit a target column, a broken
+	// constraint): the database names neither the row nor the column, so
+	// the runner replays the run through sluice, without committing, to
+	// name them (Runner.Run).
+	ErrPushdownValue = errors.New("a value of the pushed-down run does not fit the target")
 )

@@ -38,6 +38,11 @@ func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err erro
 	}
 	if prep.push != nil {
 		stats, from, to, err := prep.push.Run(ctx, p.Job.Name)
+		if errors.Is(err, ErrPushdownValue) {
+			if derr := r.replay(ctx, prep); derr != nil {
+				return res, fmt.Errorf("%w (the pushed-down run failed: %v; replayed through sluice to name the row, nothing committed)", derr, err)
+			}
+		}
 		if err != nil {
 			return res, err
 		}
@@ -48,8 +53,29 @@ func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err erro
 	return r.runThrough(ctx, prep, res)
 }
 
+// replay runs a pushed-down plan through sluice without committing, to
+// find the row and column a failed pushdown could not name (the sink's
+// Write checks and names each value). It returns the replay's error, or
+// nil when the replay found nothing.
+func (r *Runner) replay(ctx context.Context, prep *Prepared) error {
+	sp, err := prep.sink.PrepareSink(ctx, &prep.Plan.Sink)
+	if err != nil {
+		return nil
+	}
+	through := *prep
+	through.push, through.sinkPlan = nil, sp
+	_, err = r.runThroughWith(ctx, &through, &Result{}, true)
+	return err
+}
+
 // runThrough moves rows through sluice (the cross-database path).
 func (r *Runner) runThrough(ctx context.Context, prep *Prepared, res *Result) (*Result, error) {
+	return r.runThroughWith(ctx, prep, res, false)
+}
+
+// runThroughWith is runThrough; with dry it rolls the sink transaction
+// back instead of committing and leaves the offset alone.
+func (r *Runner) runThroughWith(ctx context.Context, prep *Prepared, res *Result, dry bool) (*Result, error) {
 	p := prep.Plan
 	tx, err := prep.sinkPlan.Begin(ctx, p.Job.Name)
 	if p.Sink.Mode == plan.ModeIgnore && errors.Is(err, ErrTargetExists) {
@@ -89,7 +115,7 @@ func (r *Runner) runThrough(ctx context.Context, prep *Prepared, res *Result) (*
 	// The pipeline closes rd once the read ends: the source's read
 	// transaction is gone before the sink commits and the offset advances.
 	to, read, err := prep.pipeline(ctx, rd, tx)
-	if err != nil {
+	if err != nil || dry {
 		return res, err
 	}
 	stats, err := tx.Commit(ctx, Checkpoint{Job: p.Job.Name, Stream: info.Name, StreamID: info.ID, Offset: to, Updated: time.Now().UTC()})

@@ -18,8 +18,9 @@ import (
 // Tx is one run's transaction in the sink database (runner.SinkTx). Rows
 // of append, overwrite and errorifexists are COPYed into the target as
 // Write receives them; merge rows are COPYed into the TEMP table
-// sluice_stage and applied by Commit. Nothing is visible to other
-// sessions before Commit.
+// sluice_stage and applied by Commit, or, with one change per key
+// (plan.SinkStage.OneChangePerKey), merged batch by batch as Write
+// receives them. Nothing is visible to other sessions before Commit.
 type Tx struct {
 	p       *Plan
 	tx      pgx.Tx

@@ -232,6 +232,10 @@ func (pd *pushdown) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 		stats, from, to, err = pd.run(ctx, tx, job)
 		return err
 	})
+	if c := pgCode(err); strings.HasPrefix(c, "22") || strings.HasPrefix(c, "23") {
+		// data exception or integrity constraint: caused by a row's value
+		err = fmt.Errorf("%w: %w", runner.ErrPushdownValue, err)
+	}
 	if err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, hide(err, b.secret)
 	}
