@@ -335,12 +335,17 @@ func identityProjection(p *plan.Plan) bool {
 // warnings derives the plan's warnings about consumption.
 func warnings(p *plan.Plan) []string {
 	var out []string
-	if p.Filter != nil && len(p.Filter.Dropped) > 0 {
-		names := make([]string, len(p.Filter.Dropped))
-		for i, op := range p.Filter.Dropped {
-			names[i] = op.String()
+	if p.Filter != nil {
+		var names []string
+		for _, op := range p.Filter.Dropped {
+			if op == cdc.OpUpdateBefore && p.Sink.IgnoresUpdateBefore() {
+				continue // a merge ignores them anyway
+			}
+			names = append(names, op.String())
 		}
-		out = append(out, fmt.Sprintf("the filter drops %s changes: a run consumes them for good (the offset moves past them)", strings.Join(names, ", ")))
+		if len(names) > 0 {
+			out = append(out, fmt.Sprintf("the filter drops %s changes: a run consumes them for good (the offset moves past them)", strings.Join(names, ", ")))
+		}
 	}
 	if p.Sink.Mode == plan.ModeMerge && p.Filter != nil && slices.Contains(p.Filter.Dropped, cdc.OpDelete) && p.Sink.Merge == nil {
 		out = append(out, "merge sink never sees DELETE changes: deleted source rows stay in the target")
