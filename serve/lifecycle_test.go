@@ -177,8 +177,15 @@ func TestReloadUnchangedKeepsLoop(t *testing.T) {
 	}
 	clock.Set(first.Next)
 	rec.waitKind(t, "j", EventDone)
-	if st := s.Status(t.Context())[0]; st.Next == nil || !st.Next.Equal(first.Next.Add(10*time.Second)) {
-		t.Errorf("next fire %v, want the original grid %v", st.Next, first.Next.Add(10*time.Second))
+	// The loop arms the next fire after the run's Done: wait for it (a
+	// reload that restarted the loop would have armed another fire before
+	// the run, consumed above, and the run would be off the grid).
+	want := first.Next.Add(10 * time.Second)
+	if next := rec.waitKind(t, "j", EventScheduled); !next.Next.Equal(want) {
+		t.Errorf("armed the next fire for %v, want the original grid %v", next.Next, want)
+	}
+	if st := s.Status(t.Context())[0]; st.Next == nil || !st.Next.Equal(want) {
+		t.Errorf("status next fire %v, want the original grid %v", st.Next, want)
 	}
 }
 
