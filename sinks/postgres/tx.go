@@ -230,18 +230,23 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 // them all at Commit, and the database merges while the runner reads the
 // next batch.
 func (t *Tx) mergeBatch(ctx context.Context) error {
+	return t.applyStaged(ctx, t.c.batch, "TRUNCATE pg_temp."+StageTable)
+}
+
+// applyStaged runs a over the staged rows, with work_mem sized to them,
+// counts what it wrote, then runs done (empties or drops the staging
+// table).
+func (t *Tx) applyStaged(ctx context.Context, a *Apply, done string) error {
 	if _, err := t.tx.Exec(ctx, WorkMemSQL(t.staged)); err != nil {
 		return fmt.Errorf("postgres sink: %w", err)
 	}
-	w, err := t.c.batch.Exec(ctx, t.tx)
+	w, err := a.Exec(ctx, t.tx)
 	if err != nil {
 		return err
 	}
-	for op, n := range w {
-		t.written[op] += n
-	}
-	if _, err := t.tx.Exec(ctx, "TRUNCATE pg_temp."+StageTable); err != nil {
-		return fmt.Errorf("postgres sink: empty the staging table: %w", err)
+	t.AddWritten(w)
+	if _, err := t.tx.Exec(ctx, done); err != nil {
+		return fmt.Errorf("postgres sink: %s: %w", firstWords(done), err)
 	}
 	t.staged = 0
 	return nil
@@ -351,18 +356,8 @@ func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 		if t.partial && t.c.partial != nil {
 			a = t.c.partial
 		}
-		if _, err := t.tx.Exec(ctx, WorkMemSQL(t.staged)); err != nil {
-			return runner.Stats{}, fmt.Errorf("postgres sink: %w", err)
-		}
-		w, err := a.Exec(ctx, t.tx)
-		if err != nil {
+		if err := t.applyStaged(ctx, a, "DROP TABLE pg_temp."+StageTable); err != nil {
 			return runner.Stats{}, err
-		}
-		for op, n := range w {
-			t.written[op] += n
-		}
-		if _, err := t.tx.Exec(ctx, "DROP TABLE pg_temp."+StageTable); err != nil {
-			return runner.Stats{}, fmt.Errorf("postgres sink: drop staging table: %w", err)
 		}
 	}
 	if err := StoreCheckpoint(ctx, t.tx, t.job, cp); err != nil {
@@ -397,9 +392,7 @@ func (t *Tx) ApplyRelationWith(ctx context.Context, relation string, opt ApplyOp
 	if err != nil {
 		return err
 	}
-	for op, n := range w {
-		t.written[op] += n
-	}
+	t.AddWritten(w)
 	return nil
 }
 

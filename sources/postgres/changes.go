@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"github.com/sluicedata/sluice/cdc"
 	"slices"
 	"strings"
 	"time"
@@ -60,6 +61,13 @@ type queryOptions struct {
 // offset.
 func seqVersioned(s *runner.StreamInfo, from *Position) bool {
 	return from != nil && !from.Initial && s.Mode != dsl.ModeAppendOnly
+}
+
+// countOmittedBefore adds to read, the changes of a read by type, the
+// UPDATE_BEFOREs a read without them (queryOptions.afterOnly) left out:
+// one per UPDATE_AFTER.
+func countOmittedBefore(read map[cdc.Op]int64) {
+	read[cdc.OpUpdateBefore] += read[cdc.OpUpdateAfter]
 }
 
 // changesQuery is ChangesQuery with the variations of o.

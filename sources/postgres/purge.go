@@ -129,24 +129,13 @@ func (b *Backend) truncateConsumed(ctx context.Context, table string) (bool, err
 // false when a stored position cannot be parsed (the log is then left
 // alone; reads report the bad position).
 func unconsumedSQL(ctx context.Context, q sinkpg.Querier, table string) (cond string, known bool, err error) {
-	rows, err := q.Query(ctx, `SELECT position FROM sluice.streams WHERE table_name = $1`, table)
-	if err != nil {
-		return "", false, err
-	}
-	positions, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return "", false, err
-	}
-	if len(positions) == 0 {
-		return "", true, nil
+	positions, known, err := streamPositions(ctx, q, table)
+	if err != nil || !known || len(positions) == 0 {
+		return "", known, err
 	}
 	var low uint64
 	xips := map[uint64]bool{}
-	for i, ps := range positions {
-		p, err := ParsePosition(ps)
-		if err != nil {
-			return "", false, nil
-		}
+	for i, p := range positions {
 		if i == 0 || p.Xmax() < low {
 			low = p.Xmax()
 		}
@@ -163,4 +152,26 @@ func unconsumedSQL(ctx context.Context, q sinkpg.Querier, table string) (cond st
 		cond += fmt.Sprintf(" OR __txid = ANY('{%s}'::xid8[])", strings.Join(ids, ","))
 	}
 	return cond, true, nil
+}
+
+// streamPositions returns the offsets of the streams on table, which both
+// purges read. known is false when one cannot be parsed: the log is then
+// left alone, and reads report the bad position.
+func streamPositions(ctx context.Context, q sinkpg.Querier, table string) (positions []Position, known bool, err error) {
+	rows, err := q.Query(ctx, `SELECT position FROM sluice.streams WHERE table_name = $1`, table)
+	if err != nil {
+		return nil, false, err
+	}
+	texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, false, err
+	}
+	for _, ps := range texts {
+		p, err := ParsePosition(ps)
+		if err != nil {
+			return nil, false, nil
+		}
+		positions = append(positions, p)
+	}
+	return positions, true, nil
 }

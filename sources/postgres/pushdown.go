@@ -148,12 +148,11 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	// collapse. A merge ignores UPDATE_BEFORE: the read leaves it out.
 	pd.full = pd.p.Sink.OneChangePerKey
 	pd.after = pd.p.Sink.IgnoresUpdateBefore()
-	apply, err := sinkpg.CompileApply(&pd.p.Sink, target, pd.relation, sinkpg.ApplyOptions{ServerVersion: b.version, FullRows: pd.full})
-	if err != nil {
-		return fmt.Errorf("%w: %v", runner.ErrNoPushdown, err)
+	compile := func(relation string) (*sinkpg.Apply, error) {
+		return sinkpg.CompileApply(&pd.p.Sink, target, relation, sinkpg.ApplyOptions{ServerVersion: b.version, FullRows: pd.full})
 	}
 	pd.single, err = pd.compileSingle(func(relation string) (string, bool) {
-		a, err := sinkpg.CompileApply(&pd.p.Sink, target, relation, sinkpg.ApplyOptions{ServerVersion: b.version, FullRows: true})
+		a, err := compile(relation)
 		if err != nil {
 			return "", false
 		}
@@ -161,6 +160,12 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %v", runner.ErrNoPushdown, err)
+	}
+	var apply *sinkpg.Apply // the TEMP-table path's
+	if pd.single == nil {
+		if apply, err = compile(pd.relation); err != nil {
+			return fmt.Errorf("%w: %v", runner.ErrNoPushdown, err)
+		}
 	}
 	pd.steps = []plan.Step{
 		src("serialize runs of this job (session lock)", "SELECT pg_advisory_lock(hashtext('sluice.job:' || $1))"),
@@ -320,7 +325,7 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 			return runner.Stats{}, none, none, err
 		}
 		if pd.after {
-			stats.Read[cdc.OpUpdateBefore] = stats.Read[cdc.OpUpdateAfter] // one omitted per UPDATE_AFTER
+			countOmittedBefore(stats.Read)
 		}
 		if _, err := tx.Exec(ctx, analyzeRead); err != nil {
 			return runner.Stats{}, none, none, err

@@ -90,7 +90,7 @@ func (s *single) run(ctx context.Context, tx pgx.Tx, read string, args []any, af
 		}
 	}
 	if after {
-		readN[cdc.OpUpdateBefore] = readN[cdc.OpUpdateAfter]
+		countOmittedBefore(readN)
 	}
 	return readN, written, nil
 }

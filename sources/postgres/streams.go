@@ -221,21 +221,13 @@ func (b *Backend) purge(ctx context.Context, tx pgx.Tx, table string) error {
 	if err != nil || !ok {
 		return err
 	}
-	rows, err := tx.Query(ctx, `SELECT position FROM sluice.streams WHERE table_name = $1`, table)
-	if err != nil {
-		return err
-	}
-	positions, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
+	positions, known, err := streamPositions(ctx, tx, table)
+	if err != nil || !known {
+		return err // unknown: leave the log alone; reads report the bad position
 	}
 	conds := []string{}
 	var low uint64
-	for i, ps := range positions {
-		p, err := ParsePosition(ps)
-		if err != nil {
-			return nil // leave the log alone; reads report the bad position
-		}
+	for i, p := range positions {
 		if i == 0 || p.Xmax() < low {
 			low = p.Xmax()
 		}
