@@ -54,6 +54,20 @@ type queryOptions struct {
 	// (runner.ReadOptions.OmitUpdateBefore): one row per key with a net
 	// change, each UPDATE_AFTER standing for its omitted UPDATE_BEFORE.
 	afterOnly bool
+	// keyOrdered orders a STANDARD read from an offset by the primary key
+	// (instead of ordered's commit order), which costs no sort: the window
+	// pass sorts by the key already. A query around it can then join the
+	// read along an index on the key (a merge join) without sorting it.
+	// Ignored for other reads.
+	keyOrdered bool
+	// counted, when set, adds a last column to a STANDARD read from an
+	// offset: counted(the change type's SQL expression), e.g. a column that
+	// counts the rows by type (the one-statement pushdown's counters).
+	counted func(changeType string) string
+	// noTimestamp outputs NULL as a STANDARD read's __commit_timestamp,
+	// for a caller that does not use it: the window pass then neither
+	// reads nor sorts the log's __ts.
+	noTimestamp bool
 }
 
 // seqVersioned reports whether a read from from uses the __seq offset
@@ -67,7 +81,34 @@ func seqVersioned(s *runner.StreamInfo, from *Position) bool {
 // UPDATE_BEFOREs a read without them (queryOptions.afterOnly) left out:
 // one per UPDATE_AFTER.
 func countOmittedBefore(read map[cdc.Op]int64) {
-	read[cdc.OpUpdateBefore] += read[cdc.OpUpdateAfter]
+	if n := read[cdc.OpUpdateAfter]; n > 0 {
+		read[cdc.OpUpdateBefore] += n
+	}
+}
+
+// countedColumn is o.counted's column, with its leading comma, or "".
+func (o queryOptions) countedColumn(changeType string) string {
+	if o.counted == nil {
+		return ""
+	}
+	return ", " + o.counted(changeType)
+}
+
+// fence ends a read with a counted column with OFFSET 0: PostgreSQL then
+// pushes no condition of a query around the read into it (a job's filter
+// would otherwise skip the count of the rows it drops).
+func (o queryOptions) fence() string {
+	if o.counted == nil {
+		return ""
+	}
+	return "\nOFFSET 0"
+}
+
+// keyOrderable reports whether a read from from takes the STANDARD
+// window pass, whose output queryOptions.keyOrdered orders by the key at
+// no cost (not an APPEND_ONLY read, not the initial rows).
+func keyOrderable(s *runner.StreamInfo, from *Position) bool {
+	return s.Mode != dsl.ModeAppendOnly && (from == nil || !from.Initial)
 }
 
 // changesQuery is ChangesQuery with the variations of o.
@@ -133,12 +174,17 @@ FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 		wcols = append(wcols, "w."+n)
 		fi, zi := sinkpg.Quote(fmt.Sprintf("__f%d", i)), sinkpg.Quote(fmt.Sprintf("__z%d", i))
 		if slices.Contains(t.Table.Key, cols[i].Name) {
-			// The partition key: the same in every row of the partition.
+			// The partition key: the same in every row of the partition,
+			// so it is output as it is (no CASE, no cast: it keeps its type
+			// modifier, and a query around the read sees the window's
+			// order by it).
 			fz = append(fz, "x."+n+" AS "+fi, "x."+n+" AS "+zi)
-		} else {
-			firsts = append(firsts, fmt.Sprintf("first_value(w.%s) OVER __k AS %s", n, fi))
-			fz = append(fz, "x."+fi+" AS "+fi, "x."+n+" AS "+zi)
+			out = append(out, "d."+zi+" AS "+n)
+			img = append(img, "d."+zi+" AS "+n)
+			continue
 		}
+		firsts = append(firsts, fmt.Sprintf("first_value(w.%s) OVER __k AS %s", n, fi))
+		fz = append(fz, "x."+fi+" AS "+fi, "x."+n+" AS "+zi)
 		fRow = append(fRow, "d."+fi)
 		zRow = append(zRow, "d."+zi)
 		// first_value drops the type modifier (numeric(10,2), char(84)):
@@ -159,39 +205,56 @@ FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 	if o.base != "" {
 		rank = "(d.__seq - " + o.base + ")"
 	}
+	ts, wts := "d.__ts", "w.__ts"
+	if o.noTimestamp {
+		ts, wts = "NULL::timestamptz", "NULL::timestamptz AS __ts"
+	}
 	netCTE := fmt.Sprintf(`,
-x AS (SELECT w.__seq, w.__op, w.__ts, %[4]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop%[2]s
-      FROM w WINDOW __k AS (PARTITION BY %[1]s ORDER BY w.__seq)),
+x AS (SELECT w.__seq, w.__op, %[5]s, %[4]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop%[2]s
+      FROM w WINDOW __k AS (PARTITION BY %[1]s ORDER BY w.__seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
 d AS (SELECT x.__seq, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A') AS __is, %[3]s
-      FROM x WHERE NOT x.__more)`, keys, firstCols, strings.Join(fz, ", "), strings.Join(wcols, ", "))
-	changed := fmt.Sprintf("ROW(%s) IS DISTINCT FROM ROW(%s)", strings.Join(fRow, ", "), strings.Join(zRow, ", "))
+      FROM x WHERE NOT x.__more)`, keys, firstCols, strings.Join(fz, ", "), strings.Join(wcols, ", "), wts)
+	// Whether the last image differs from the first, on the columns other
+	// than the key (equal within a partition); a table of key columns
+	// only has no update that keeps its key and changes anything.
+	changed := "false"
+	if len(fRow) > 0 {
+		changed = fmt.Sprintf("ROW(%s) IS DISTINCT FROM ROW(%s)", strings.Join(fRow, ", "), strings.Join(zRow, ", "))
+	}
 	if o.afterOnly {
 		// One row per key: the key's net change with the image it carries
 		// (a DELETE the first image, the others the last); an update whose
 		// last image equals its first is no change.
 		order := ""
-		if o.ordered {
+		switch {
+		case o.keyOrdered:
+			order = "\nORDER BY " + keys
+		case o.ordered:
 			order = "\nORDER BY d.__seq"
 		}
+		ct := "CASE WHEN NOT d.__was THEN 'INSERT' WHEN d.__is THEN 'UPDATE_AFTER' ELSE 'DELETE' END"
 		return w + netCTE + fmt.Sprintf(`
-SELECT CASE WHEN NOT d.__was THEN 'INSERT' WHEN d.__is THEN 'UPDATE_AFTER' ELSE 'DELETE' END AS "__change_type",
-       %[1]s%[2]s AS "__commit_version", d.__ts AS "__commit_timestamp", %[3]s
+SELECT %[6]s AS "__change_type",
+       %[1]s%[2]s AS "__commit_version", %[7]s AS "__commit_timestamp", %[3]s%[8]s
 FROM d
-WHERE (d.__was OR d.__is) AND (NOT (d.__was AND d.__is) OR %[4]s)%[5]s`, version, rank, strings.Join(img, ", "), changed, order)
+WHERE (d.__was OR d.__is) AND (NOT (d.__was AND d.__is) OR %[4]s)%[5]s%[9]s`, version, rank, strings.Join(img, ", "), changed, order, ct, ts, o.countedColumn(ct), o.fence())
 	}
 	order := ""
-	if o.ordered {
+	switch {
+	case o.keyOrdered:
+		order = "\nORDER BY " + keys + ", e.o"
+	case o.ordered:
 		order = "\nORDER BY d.__seq, e.o"
 	}
 	return w + netCTE + fmt.Sprintf(`
 SELECT e.ct AS "__change_type", %[1]s%[5]s AS "__commit_version",
-       d.__ts AS "__commit_timestamp", %[2]s
+       %[6]s AS "__commit_timestamp", %[2]s%[7]s
 FROM d CROSS JOIN LATERAL (VALUES ('DELETE', 0, true), ('UPDATE_BEFORE', 0, true),
                                   ('UPDATE_AFTER', 1, false), ('INSERT', 1, false)) AS e(ct, o, pre)
 WHERE CASE e.ct WHEN 'INSERT' THEN NOT d.__was AND d.__is
                 WHEN 'DELETE' THEN d.__was AND NOT d.__is
-                ELSE d.__was AND d.__is AND %[3]s END%[4]s`,
-		version, strings.Join(out, ", "), changed, order, rank)
+                ELSE d.__was AND d.__is AND %[3]s END%[4]s%[8]s`,
+		version, strings.Join(out, ", "), changed, order, rank, ts, o.countedColumn("e.ct"), o.fence())
 }
 
 // windowCTE returns "WITH w AS (…)": the log rows of the transactions

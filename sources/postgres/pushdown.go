@@ -188,7 +188,11 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	// the apply, then the checkpoint (exactly what Run executes).
 	pd.steps = append(pd.steps, pd.sink.AttachSteps()...)
 	if pd.single != nil {
-		pd.steps = append(pd.steps, pd.single.steps(changesQuery(tr, s, fp, to, queryOptions{base: readBase(seqVersioned(s, fp)), afterOnly: pd.after}))...)
+		o, ordered := queryOptions{base: readBase(seqVersioned(s, fp)), afterOnly: pd.after}, keyOrderable(s, fp)
+		if ordered {
+			o = pd.single.readOptions(o)
+		}
+		pd.steps = append(pd.steps, pd.single.steps(changesQuery(tr, s, fp, to, o), ordered)...)
 	} else {
 		pd.steps = append(pd.steps,
 			read,
@@ -299,8 +303,12 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 			args = append(args, toPos.seqBase)
 		}
 		if pd.single != nil {
-			read := changesQuery(t, s, fp, toPos, queryOptions{base: readBase(seqBase), afterOnly: pd.after})
-			rn, wn, err := pd.single.run(ctx, tx, read, args, pd.after)
+			o, ordered := queryOptions{base: readBase(seqBase), afterOnly: pd.after}, keyOrderable(s, fp)
+			if ordered {
+				o = pd.single.readOptions(o)
+			}
+			read := changesQuery(t, s, fp, toPos, o)
+			rn, wn, err := pd.single.run(ctx, tx, read, args, ordered, toPos.windowRows, pd.after)
 			if err != nil {
 				return runner.Stats{}, none, none, b.wrap(err, "read table stream %s and merge into %s", s.Name, sinkpg.Quote(pd.p.Sink.Table))
 			}

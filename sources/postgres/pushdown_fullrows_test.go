@@ -55,9 +55,18 @@ func TestPushdownFullRows(t *testing.T) {
 		t.Errorf("pass-through key: want no net-change table and SET LOCAL work_mem:\n%s", a)
 	}
 	for name, q := range map[string]string{"pass-through": sqlOf(pda.Steps()), "filtered": sqlOf(pdc.Steps())} {
-		if !strings.Contains(q, "sluice_read AS MATERIALIZED") || strings.Contains(q, "CREATE TEMP TABLE sluice_read") {
-			t.Errorf("%s: want the one-statement pushdown (read as a CTE, no TEMP read table):\n%s", name, q)
+		if !strings.Contains(q, "nextval('pg_temp.sluice_n_read_insert')") || strings.Contains(q, "CREATE TEMP TABLE sluice_read") {
+			t.Errorf("%s: want the one-statement pushdown (the read counted by sequences, no TEMP read table):\n%s", name, q)
 		}
+		if !strings.Contains(q, "\nORDER BY \"id\"") || !strings.Contains(q, mergeJoinSQL) {
+			t.Errorf("%s: want the read ordered by the key and the merge-join choice:\n%s", name, q)
+		}
+		if !strings.Contains(q, `NULL::timestamptz AS "__commit_timestamp"`) {
+			t.Errorf("%s: the job does not use __commit_timestamp, yet the read carries it:\n%s", name, q)
+		}
+	}
+	if a, c := sqlOf(pda.Steps()), sqlOf(pdc.Steps()); strings.Contains(a, "sluice_n_written") || !strings.Contains(c, "nextval('pg_temp.sluice_n_written_update_after')") {
+		t.Errorf("the rows written are counted apart only when the job filters:\n%s\n%s", a, c)
 	}
 	if bq := sqlOf(pdb.Steps()); !strings.Contains(bq, "sluice_net") {
 		t.Errorf("computed key: want the collapse into sluice_net:\n%s", bq)

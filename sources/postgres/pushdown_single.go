@@ -3,42 +3,116 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/expr"
 	"github.com/sluicedata/sluice/plan"
-	"github.com/sluicedata/sluice/sinks/changerel"
 	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
 )
 
 // The one-statement pushdown. A merge with one change per key
 // (plan.SinkStage.OneChangePerKey) on PostgreSQL 15+ needs no collapse, so
-// the read, the counts and the MERGE run as one statement: the read is a
-// MATERIALIZED CTE (kept in memory, work_mem permitting, rather than
-// written to a TEMP table and read back), two data-modifying CTEs put the
-// counts by change type into a small TEMP table, and the MERGE applies the
-// filtered, projected net changes. On bench/pgapply's workload (1M
-// changes, 632k net changes) the statements of the TEMP-table path took
-// 8.0–8.9 s, this statement 7.3–8.0 s (psql, three runs each, alternating;
-// the machine's noise is about ±10%).
+// the read, the counts and the MERGE run as one statement: the MERGE's
+// source is the filtered, projected read itself, never materialized.
+//
+// Counting without materializing: PostgreSQL 15 has no MERGE … RETURNING,
+// and reading the changes twice (once to count them, once to merge them)
+// means keeping them in a CTE or a TEMP table. Instead the read carries a
+// column that calls nextval() on a TEMP sequence per change type (and, when
+// the job filters, so does the filtered relation for the rows written);
+// after the statement each sequence's last value is the count. PostgreSQL
+// never pulls up a subquery whose output calls a volatile function, pushes
+// no condition into one that has ORDER BY or OFFSET, and never drops a
+// volatile output column, so the column is evaluated exactly once per row
+// the subquery returns. A STANDARD read from an offset carries the column
+// itself (queryOptions.counted); other reads are wrapped in a subquery
+// fenced with OFFSET 0 that adds it.
+//
+// Keeping the key order: a STANDARD read from an offset comes out of its
+// window pass sorted by the primary key (queryOptions.keyOrdered), so the
+// MERGE can join the changes to the target along an index on the merge
+// keys (a merge join) instead of hashing the target. When the window is
+// large next to the target, the run turns hash and nested-loop joins off
+// for the transaction (mergeJoinSQL): PostgreSQL's estimate of a read's
+// row count through the window's conditions is a guess, too low on large
+// windows, and it then picks a nested loop of index lookups, one per
+// change. The read also leaves __commit_timestamp NULL when the job does
+// not use it (queryOptions.noTimestamp): the MERGE's source is referenced
+// as a whole row, which keeps every column of the read alive.
+//
+// On bench/pgapply's workload (1M changes, 632k keys, psql, alternating
+// runs): the statement with the read in a MATERIALIZED CTE and the counts
+// as data-modifying CTEs took 6.4–7.2 s, this one 4.9–5.1 s; the
+// hand-written last-change MERGE 4.2–4.6 s (docs/benchmarks.md).
 
-// Names of the one-statement pushdown.
-const (
-	readCTE     = "sluice_read"   // the read, as a CTE of the statement
-	countsTable = "sluice_counts" // TEMP table of the counts
+// counter is the TEMP sequence that counts the rows of one change type.
+type counter struct {
+	what string // "read" or "written"
+	op   cdc.Op
+}
+
+func (c counter) seq() string {
+	return fmt.Sprintf("pg_temp.sluice_n_%s_%s", c.what, strings.ToLower(c.op.String()))
+}
+
+// The counters of the read (every change type) and of the rows written (a
+// merge writes no UPDATE_BEFORE).
+var (
+	readCounters    = []counter{{"read", cdc.OpInsert}, {"read", cdc.OpUpdateBefore}, {"read", cdc.OpUpdateAfter}, {"read", cdc.OpDelete}}
+	writtenCounters = []counter{{"written", cdc.OpInsert}, {"written", cdc.OpUpdateAfter}, {"written", cdc.OpDelete}}
 )
+
+// countColumn returns the column expression that counts the row of col (a
+// change type column) with counters.
+func countColumn(col string, cs []counter) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CASE %s", col)
+	for _, c := range cs {
+		fmt.Fprintf(&b, " WHEN '%s' THEN nextval('%s')", c.op, c.seq())
+	}
+	b.WriteString(" END AS __counted")
+	return b.String()
+}
+
+// resetCounters creates the counters in this session (once) and sets them
+// to zero; the sequences stay, so a cached plan of the statement stays
+// valid. setval is not transactional: a run that fails leaves counts the
+// next run resets.
+func resetCounters(cs []counter) string {
+	var create, reset []string
+	for _, c := range cs {
+		create = append(create, "CREATE TEMP SEQUENCE IF NOT EXISTS "+strings.TrimPrefix(c.seq(), "pg_temp.")+";")
+		reset = append(reset, fmt.Sprintf("setval('%s', 1, false)", c.seq()))
+	}
+	return strings.Join(create, "\n") + "\nSELECT " + strings.Join(reset, ", ")
+}
+
+// readCountersSQL returns the query of the counts: rows (what, change
+// type, count).
+func readCountersSQL(cs []counter) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("SELECT '%s', '%s', CASE WHEN is_called THEN last_value ELSE 0 END FROM %s", c.what, c.op, c.seq()))
+	}
+	return strings.Join(parts, "\nUNION ALL ")
+}
 
 // single is the compiled one-statement pushdown.
 type single struct {
-	statement string // with the read's seq base as $1 when seqBase
+	// statement is the text around a read (%s) wrapped in the counting
+	// subquery; ordered is the text around a read that counts itself and
+	// is ordered by the key (readOptions). Both have the read's seq base as
+	// $1 when the read has one.
+	statement, ordered string
+	counters           []counter
+	noTimestamp        bool // the job does not use __commit_timestamp
+	// target and keys (the target's merge-key columns, in the order of
+	// the table's primary key) for the merge-join choice.
+	target string
+	keys   []string
 }
-
-// Statements around the one statement.
-var (
-	createCounts = fmt.Sprintf("CREATE TEMP TABLE %s (what text NOT NULL, op text NOT NULL, n bigint NOT NULL) ON COMMIT DROP", countsTable)
-	dropCounts   = "DROP TABLE IF EXISTS pg_temp." + countsTable
-	readCounts   = fmt.Sprintf("SELECT op, n FROM pg_temp.%s WHERE what = $1", countsTable)
-)
 
 // compileSingle returns the one-statement pushdown of pd, or nil when the
 // plan does not qualify (no OneChangePerKey, no MERGE on this server, a
@@ -47,46 +121,221 @@ func (pd *pushdown) compileSingle(merge func(relation string) (string, bool)) (*
 	if !pd.full || (pd.b.version != 0 && pd.b.version < sinkpg.MinMergeVersion) {
 		return nil, nil
 	}
-	relation, err := projectSQL(pd.p, readCTE)
-	if err != nil {
-		return nil, err
-	}
-	net := fmt.Sprintf("(SELECT * FROM %s AS __r WHERE __r.%s <> 'UPDATE_BEFORE')", relation, changerel.Op)
-	m, ok := merge(relation) // the sink's FullRows merge leaves UPDATE_BEFORE out itself
+	_, sinkKeys, ok := keyOrder(pd.p)
 	if !ok {
 		return nil, nil
 	}
-	return &single{statement: fmt.Sprintf(`WITH %[1]s AS MATERIALIZED (%%s),
-__read_counts AS (INSERT INTO pg_temp.%[2]s SELECT 'read', "__change_type", count(*) FROM %[1]s GROUP BY 2),
-__written_counts AS (INSERT INTO pg_temp.%[2]s SELECT 'written', __c.%[3]s, count(*) FROM %[4]s AS __c GROUP BY 2)
-%[5]s`, readCTE, countsTable, changerel.Op, net, m)}, nil
+	filtered := pd.p.Filter != nil && pd.p.Filter.Expr != nil
+	s := &single{counters: readCounters, target: sinkpg.Quote(pd.p.Sink.Table), keys: sinkKeys,
+		noTimestamp: !usesColumn(pd.p, cdc.ColCommitTimestamp)}
+	if filtered {
+		s.counters = append(append([]counter(nil), readCounters...), writtenCounters...)
+	}
+	for _, ordered := range []bool{false, true} {
+		read := fmt.Sprintf("(SELECT __read.*, %s FROM (%%s) AS __read OFFSET 0)", countColumn(`__read."__change_type"`, readCounters))
+		if ordered {
+			read = "(%s)"
+		}
+		relation, err := projectSQL(pd.p, read)
+		if err != nil {
+			return nil, err
+		}
+		if filtered {
+			order := ""
+			if ordered {
+				order = " ORDER BY " + sinkpg.QuoteList("", sinkKeys)
+			}
+			relation = fmt.Sprintf("(SELECT __written.*, %s FROM %s AS __written%s OFFSET 0)", countColumn("__written.__op", writtenCounters), relation, order)
+		}
+		m, ok := merge(relation) // the sink's FullRows merge leaves UPDATE_BEFORE out itself
+		if !ok {
+			return nil, nil
+		}
+		if ordered {
+			s.ordered = m
+		} else {
+			s.statement = m
+		}
+	}
+	return s, nil
+}
+
+// readOptions sets, in o, what the one statement asks of a read that
+// keyOrderable allows: ordered by the key, counting its rows, without
+// __commit_timestamp when the job does not use it.
+func (s *single) readOptions(o queryOptions) queryOptions {
+	o.keyOrdered = true
+	o.counted = func(changeType string) string { return countColumn(changeType, readCounters) }
+	o.noTimestamp = s.noTimestamp
+	return o
+}
+
+// usesColumn reports whether p's filter or projection reads the source
+// column name.
+func usesColumn(p *plan.Plan, name string) bool {
+	i := p.Source.Schema.Index(name)
+	if i < 0 {
+		return false
+	}
+	var bound []*expr.Bound
+	if p.Filter != nil && p.Filter.Expr != nil {
+		bound = append(bound, p.Filter.Expr)
+	}
+	for _, it := range p.Project {
+		if it.Expr != nil {
+			bound = append(bound, it.Expr)
+		}
+	}
+	for _, b := range bound {
+		for _, ref := range b.Columns() {
+			if ref.Col == i {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keyOrder returns the source's primary-key columns and the sink's merge
+// keys that pass them through, in the primary key's order; ok is false
+// when the merge keys are not exactly the passed-through primary key.
+func keyOrder(p *plan.Plan) (src, sink []string, ok bool) {
+	pk := p.Source.Schema.Key
+	if len(pk) == 0 || len(pk) != len(p.Sink.Keys) {
+		return nil, nil, false
+	}
+	nmeta := len(cdc.MetadataColumns)
+	for _, k := range pk {
+		found := ""
+		for _, it := range p.Project {
+			if it.Expr == nil || !containsFold(p.Sink.Keys, it.Name) {
+				continue
+			}
+			ref, isCol := it.Expr.Column()
+			if isCol && ref.Col >= nmeta && ref.Col < len(p.Source.Schema.Columns) && strings.EqualFold(p.Source.Schema.Columns[ref.Col].Name, k) {
+				found = it.Name
+				break
+			}
+		}
+		if found == "" {
+			return nil, nil, false
+		}
+		src, sink = append(src, k), append(sink, found)
+	}
+	return src, sink, true
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // text is the statement around the read query read.
-func (s *single) text(read string) string { return fmt.Sprintf(s.statement, read) }
+func (s *single) text(read string, ordered bool) string {
+	if ordered {
+		return fmt.Sprintf(s.ordered, read)
+	}
+	return fmt.Sprintf(s.statement, read)
+}
 
-// run executes the statement over read (args: its parameters) in tx and
-// returns the changes read and the rows written, by change type; a read
-// without UPDATE_BEFORE counts one per UPDATE_AFTER.
-func (s *single) run(ctx context.Context, tx pgx.Tx, read string, args []any, after bool) (readN, written map[cdc.Op]int64, err error) {
-	for _, q := range []string{dropCounts, createCounts} {
-		if _, err := tx.Exec(ctx, q); err != nil {
+// mergeJoinMinShare is the share of the target's rows (pg_class.reltuples)
+// the window's log rows must reach for a run to prefer a merge join: a
+// merge join reads the target's index across the changed keys' range, a
+// nested loop looks up each changed key, so the merge join pays off when
+// the changes are a good part of the target.
+const mergeJoinMinShare = 4 // a quarter
+
+// mergeJoinCheckSQL returns, for the target ($1, quoted name) and its
+// merge-key columns in key order ($2), the target's estimated rows and
+// whether a valid btree index leads with those columns in that order.
+const mergeJoinCheckSQL = `SELECT greatest(c.reltuples, 0)::float8, EXISTS (
+  SELECT 1 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
+  WHERE i.indrelid = c.oid AND i.indisvalid AND am.amname = 'btree' AND i.indnkeyatts >= cardinality($2::text[])
+    AND ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+              JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+              WHERE k.n <= cardinality($2::text[]) ORDER BY k.n) = $2::text[])
+FROM pg_class c WHERE c.oid = to_regclass($1)`
+
+// mergeJoinSQL turns off the joins other than a merge join for the rest of
+// the transaction.
+const mergeJoinSQL = "SET LOCAL enable_hashjoin = off; SET LOCAL enable_nestloop = off"
+
+// preferMergeJoin reports whether a run over windowRows log rows should
+// join the changes to the target by a merge join: the read is ordered by
+// the key, the window holds at least 1/mergeJoinMinShare as many log rows
+// as the target has rows, and an index leads with the merge keys.
+func (s *single) preferMergeJoin(ctx context.Context, tx pgx.Tx, windowRows int64) (bool, error) {
+	var rows float64
+	var indexed bool
+	err := tx.QueryRow(ctx, mergeJoinCheckSQL, s.target, s.keys).Scan(&rows, &indexed)
+	if err == pgx.ErrNoRows {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return indexed && float64(windowRows)*mergeJoinMinShare >= rows, nil
+}
+
+// run executes the statement over read (args: its parameters; ordered:
+// the read is ordered by the key; windowRows: the window's log rows) in tx
+// and returns the changes read and the rows written, by change type; a
+// read without UPDATE_BEFORE counts one per UPDATE_AFTER.
+func (s *single) run(ctx context.Context, tx pgx.Tx, read string, args []any, ordered bool, windowRows int64, after bool) (readN, written map[cdc.Op]int64, err error) {
+	if _, err := tx.Exec(ctx, resetCounters(s.counters)); err != nil {
+		return nil, nil, err
+	}
+	if ordered {
+		merge, err := s.preferMergeJoin(ctx, tx, windowRows)
+		if err != nil {
 			return nil, nil, err
 		}
+		if merge {
+			if _, err := tx.Exec(ctx, mergeJoinSQL); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
-	if _, err := tx.Exec(ctx, s.text(read), args...); err != nil {
+	if _, err := tx.Exec(ctx, s.text(read, ordered), args...); err != nil {
 		return nil, nil, err
 	}
 	readN, written = map[cdc.Op]int64{}, map[cdc.Op]int64{}
-	for what, into := range map[string]map[cdc.Op]int64{"read": readN, "written": written} {
-		rows, err := tx.Query(ctx, readCounts, what)
+	rows, err := tx.Query(ctx, readCountersSQL(s.counters))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var what, op string
+		var n int64
+		if err := rows.Scan(&what, &op, &n); err != nil {
+			return nil, nil, err
+		}
+		o, err := cdc.ParseOp(op)
 		if err != nil {
 			return nil, nil, err
 		}
-		err = changerel.CountOps(rows, into)
-		rows.Close()
-		if err != nil {
-			return nil, nil, err
+		if n > 0 {
+			if what == "read" {
+				readN[o] += n
+			} else {
+				written[o] += n
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(s.counters) == len(readCounters) {
+		// No filter: every change read but UPDATE_BEFORE is written.
+		for o, n := range readN {
+			if o != cdc.OpUpdateBefore {
+				written[o] = n
+			}
 		}
 	}
 	if after {
@@ -95,12 +344,23 @@ func (s *single) run(ctx context.Context, tx pgx.Tx, read string, args []any, af
 	return readN, written, nil
 }
 
-// singleSteps are the plan steps of the one statement over read.
-func (s *single) steps(read string) []plan.Step {
+// steps are the plan steps of the one statement over read (ordered: the
+// read is ordered by the key).
+func (s *single) steps(read string, ordered bool) []plan.Step {
 	src := func(what, sql string) plan.Step { return plan.Step{Where: "source", What: what, SQL: sql} }
-	return []plan.Step{
-		src("a TEMP table for the counts by change type", dropCounts+"\n"+createCounts),
-		src("read the stream's changes after the offset up to the read point (one row per changed key: the merge ignores UPDATE_BEFORE, counted one per UPDATE_AFTER; $1, where present, = min(__seq) - 1 of the window), count them, and MERGE the filtered, projected net changes into the target, in one statement", s.text(read)),
-		src("the counts of the changes read and the rows written ($1 = 'read', then 'written')", readCounts),
+	counted := "the changes read"
+	if len(s.counters) > len(readCounters) {
+		counted += " and the rows written (the job filters)"
 	}
+	steps := []plan.Step{
+		src("TEMP sequences that count "+counted+" by change type, created once per session and set to zero", resetCounters(s.counters)),
+	}
+	if ordered {
+		steps = append(steps,
+			src(fmt.Sprintf("the target's estimated rows, and whether an index leads with the merge keys ($1 = %s, $2 = %s)", s.target, "{"+strings.Join(s.keys, ",")+"}"), mergeJoinCheckSQL),
+			src(fmt.Sprintf("with such an index and a window of at least 1/%d as many log rows as the target's: join the key-ordered changes to the target along the index (a merge join), not by a hash of the target or a lookup per change", mergeJoinMinShare), mergeJoinSQL))
+	}
+	return append(steps,
+		src("read the stream's changes after the offset up to the read point (one row per changed key: the merge ignores UPDATE_BEFORE, counted one per UPDATE_AFTER; $1, where present, = min(__seq) - 1 of the window), count them, and MERGE the filtered, projected net changes into the target, in one statement", s.text(read, ordered)),
+		src("the counts", readCountersSQL(s.counters)))
 }
