@@ -22,6 +22,8 @@ const readTable = "sluice_read"
 // by SQL rendered with expr's PostgreSQL dialect, applied to the target by
 // sinkpg.CompileApply (INSERT … SELECT, or MERGE … USING), and the job's
 // checkpoint and the stream's offset are written in the same transaction.
+// A merge with one change per key on PostgreSQL 15+ reads, counts and
+// merges in one statement instead (pushdown_single.go).
 // A plan whose sink is not a table, or whose expressions cannot be
 // rendered, is refused with an error wrapping runner.ErrNoPushdown.
 func (b *Backend) Pushdown(ctx context.Context, p *plan.Plan, s *runner.StreamInfo) (runner.PushdownPlan, error) {

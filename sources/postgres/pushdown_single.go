@@ -42,10 +42,10 @@ import (
 // not use it (queryOptions.noTimestamp): the MERGE's source is referenced
 // as a whole row, which keeps every column of the read alive.
 //
-// On bench/pgapply's workload (1M changes, 632k keys, psql, alternating
-// runs): the statement with the read in a MATERIALIZED CTE and the counts
-// as data-modifying CTEs took 6.4–7.2 s, this one 4.9–5.1 s; the
-// hand-written last-change MERGE 4.2–4.6 s (docs/benchmarks.md).
+// On bench/pgapply's workload (1M changes, 632k keys; server log, three
+// runs each): the statement with the read in a MATERIALIZED CTE and the
+// counts as data-modifying CTEs took 6.5–7.2 s, this one 5.3–5.4 s; the
+// hand-written last-change MERGE took 4.2–4.5 s (docs/benchmarks.md).
 
 // counter is the TEMP sequence that counts the rows of one change type.
 type counter struct {
