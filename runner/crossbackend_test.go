@@ -62,45 +62,66 @@ CREATE TABLE STREAM mid_s ON TABLE mid WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'T
 	}
 }
 
-// A pushed-down run that fails on a value the target cannot hold is
-// replayed through sluice, which names the row's key and the column;
-// nothing is committed and the changes stay pending for the next run.
+// TestPushdownValueErrorNamesRow: a pushed-down run that fails on a row's
+// value (a DECIMAL that overflows the target's column, a NULL into a NOT
+// NULL column) is replayed through sluice without committing, so the error
+// names the row's key and the column; nothing is written, the offset does
+// not move, and once the target or the data is fixed the next run applies
+// every pending change.
 func TestPushdownValueErrorNamesRow(t *testing.T) {
-	pg := pgtest.NewDatabase(t)
-	e := newEnv(t)
-	e.sql(pg, `
+	for _, tc := range []struct {
+		name, target, rows, column string
+		setup, fix                 string // SQL (PostgreSQL's) before the first run and after its failure
+		after                      [][]string
+	}{
+		{"overflow", "CREATE TABLE tgt (id INT, amount DECIMAL(4,2), PRIMARY KEY (id));", "(1, 1.50), (2, 200.00), (3, 3.00)", "amount",
+			"", `ALTER TABLE tgt ALTER COLUMN amount TYPE numeric(10,2)`, [][]string{{"1", "1.50"}, {"2", "200.00"}, {"3", "3.00"}}},
+		{"NOT NULL", "CREATE TABLE tgt (id INT, amount DECIMAL(10,2), PRIMARY KEY (id));", "(1, 1.50), (2, NULL), (3, 3.00)", "amount",
+			`ALTER TABLE tgt ALTER COLUMN amount SET NOT NULL`, `UPDATE src SET amount = 2 WHERE id = 2`, [][]string{{"1", "1.50"}, {"2", "2.00"}, {"3", "3.00"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := pgtest.NewDatabase(t)
+			e := newEnv(t)
+			e.sql(pg, `
 CREATE TABLE src (id INT, amount DECIMAL(10,2), PRIMARY KEY (id));
 ALTER TABLE src SET PROPERTIES ('change_tracking' = 'true');
 CREATE TABLE STREAM src_s ON TABLE src WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');
-CREATE TABLE tgt (id INT, amount DECIMAL(4,2), PRIMARY KEY (id));
-INSERT INTO src VALUES (1, 1.50), (2, 200.00), (3, 3.00);
+`+tc.target+`
+INSERT INTO src VALUES `+tc.rows+`;
 `)
-	job := e.job("push.yaml", "connection: '"+pg+"'\nsource: src_s\nsink: {table: tgt, mode: merge, keys: [id]}\n")
-	_, err := e.run(job)
-	if err == nil {
-		t.Fatal("run succeeded; want the overflow of id 2")
-	}
-	for _, want := range []string{"key (id=2)", `column "amount"`, "pushed-down run failed", "nothing committed"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not contain %q", err, want)
-		}
-	}
-	if got := e.sql(pg, "SELECT count(*) FROM tgt"); !equalRows(got, [][]string{{"0"}}) {
-		t.Errorf("target rows after the failed run: %v, want none", got)
-	}
-	// Widen the column: the next run applies every pending change.
-	c, err := pgx.Connect(context.Background(), pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	if _, err := c.Exec(context.Background(), `ALTER TABLE tgt ALTER COLUMN amount TYPE numeric(10,2)`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.run(job); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.sql(pg, "SELECT id, amount FROM tgt ORDER BY id"); !equalRows(got, [][]string{{"1", "1.50"}, {"2", "200.00"}, {"3", "3.00"}}) {
-		t.Errorf("target after the fix: %v", got)
+			c, err := pgx.Connect(context.Background(), pg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(context.Background())
+			if tc.setup != "" {
+				if _, err := c.Exec(context.Background(), tc.setup); err != nil {
+					t.Fatal(err)
+				}
+			}
+			job := e.job("push.yaml", "connection: '"+pg+"'\nsource: src_s\nsink: {table: tgt, mode: merge, keys: [id]}\n")
+			_, err = e.run(job)
+			if err == nil {
+				t.Fatal("run succeeded; want the failure of id 2")
+			}
+			for _, want := range []string{"key (id=2)", `column "` + tc.column + `"`, "pushed-down run failed", "nothing committed"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+			if got := e.sql(pg, "SELECT count(*) FROM tgt"); !equalRows(got, [][]string{{"0"}}) {
+				t.Errorf("target rows after the failed run: %v, want none", got)
+			}
+			// Fix the target or the data: the next run applies every pending change.
+			if _, err := c.Exec(context.Background(), tc.fix); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.run(job); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.sql(pg, "SELECT id, amount FROM tgt ORDER BY id"); !equalRows(got, tc.after) {
+				t.Errorf("target after the fix: %v", got)
+			}
+		})
 	}
 }

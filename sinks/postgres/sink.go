@@ -116,6 +116,7 @@ type compiled struct {
 	target  *Table     // the target (synthesized when missing)
 	types   []cdc.Type // the logical type each projected column is written as
 	columns []string   // target column names, aligned with st.Schema
+	notNull []bool     // the target column is NOT NULL, aligned with st.Schema (mode merge)
 	stage   string     // CREATE TEMP TABLE of the stage, "" for direct COPY
 	apply   *Apply     // the merge over StageTable (full rows); nil for direct COPY
 	partial *Apply     // the same for batches with partial rows
@@ -165,6 +166,12 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 			return nil, fmt.Errorf("postgres sink: column %q of %s is %s, which cannot hold the projected %s", tc.Name, Quote(st.Table), tc.Type, col.Type)
 		}
 		c.types[i], c.columns[i] = tc.Type, tc.Name
+		if tc.NotNull && st.Mode == plan.ModeMerge {
+			if c.notNull == nil {
+				c.notNull = make([]bool, len(st.Schema.Columns))
+			}
+			c.notNull[i] = true
+		}
 		pgt := t.Columns[target.Index(tc.Name)].PGType
 		stageDefs = append(stageDefs, Quote(col.Name)+" "+pgt)
 	}

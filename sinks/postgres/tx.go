@@ -33,7 +33,8 @@ type Tx struct {
 	staged  int64 // rows in the staging table now (not yet merged)
 	partial bool  // a partial row was staged
 	written map[cdc.Op]int64
-	err     error // a failed Write poisons the transaction
+	nulls   nullSuspects // staged rows that write NULL into a NOT NULL column
+	err     error        // a failed Write poisons the transaction
 	done    bool
 }
 
@@ -197,6 +198,9 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 					return t.valueError(&cdc.ValueError{Type: t.c.types[i], Reason: "a merge key column must not be NULL or missing"}, ch, t.keyName[j])
 				}
 			}
+			if t.c.notNull != nil {
+				t.nulls.note(ch, t.c.notNull, t.keyOf)
+			}
 		}
 		rows = append(rows, r)
 		if !staged {
@@ -242,8 +246,9 @@ func (t *Tx) applyStaged(ctx context.Context, a *Apply, done string) error {
 	}
 	w, err := a.Exec(ctx, t.tx)
 	if err != nil {
-		return err
+		return t.notNullError(err)
 	}
+	t.nulls.reset()
 	t.AddWritten(w)
 	if _, err := t.tx.Exec(ctx, done); err != nil {
 		return fmt.Errorf("postgres sink: %s: %w", firstWords(done), err)
@@ -390,8 +395,9 @@ func (t *Tx) ApplyRelationWith(ctx context.Context, relation string, opt ApplyOp
 	}
 	w, err := a.Exec(ctx, t.tx)
 	if err != nil {
-		return err
+		return t.notNullError(err)
 	}
+	t.nulls.reset()
 	t.AddWritten(w)
 	return nil
 }
