@@ -68,6 +68,13 @@ func (r *Runner) replay(ctx context.Context, prep *Prepared) error {
 	return err
 }
 
+// stagedApplier is a sink transaction that applies what it staged without
+// committing; a dry replay runs it so that errors only the apply detects
+// (a NOT NULL violation) are found and named too.
+type stagedApplier interface {
+	ApplyStaged(ctx context.Context) error
+}
+
 // runThrough moves rows through sluice (the cross-database path).
 func (r *Runner) runThrough(ctx context.Context, prep *Prepared, res *Result) (*Result, error) {
 	return r.runThroughWith(ctx, prep, res, false)
@@ -115,6 +122,11 @@ func (r *Runner) runThroughWith(ctx context.Context, prep *Prepared, res *Result
 	// The pipeline closes rd once the read ends: the source's read
 	// transaction is gone before the sink commits and the offset advances.
 	to, read, err := prep.pipeline(ctx, rd, tx)
+	if err == nil && dry {
+		if a, ok := tx.(stagedApplier); ok {
+			err = a.ApplyStaged(ctx) // rolled back with the transaction
+		}
+	}
 	if err != nil || dry {
 		return res, err
 	}

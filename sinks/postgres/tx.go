@@ -13,6 +13,7 @@ import (
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
+	"github.com/sluicedata/sluice/sinks/changerel"
 )
 
 // Tx is one run's transaction in the sink database (runner.SinkTx). Rows
@@ -33,8 +34,8 @@ type Tx struct {
 	staged  int64 // rows in the staging table now (not yet merged)
 	partial bool  // a partial row was staged
 	written map[cdc.Op]int64
-	nulls   nullSuspects // staged rows that write NULL into a NOT NULL column
-	err     error        // a failed Write poisons the transaction
+	nulls   changerel.NullSuspects // staged rows that write NULL into a NOT NULL column
+	err     error                  // a failed Write poisons the transaction
 	done    bool
 }
 
@@ -199,7 +200,7 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 				}
 			}
 			if t.c.notNull != nil {
-				t.nulls.note(ch, t.c.notNull, t.keyOf)
+				t.nulls.Note(ch, t.c.notNull, t.keyOf)
 			}
 		}
 		rows = append(rows, r)
@@ -248,7 +249,7 @@ func (t *Tx) applyStaged(ctx context.Context, a *Apply, done string) error {
 	if err != nil {
 		return t.notNullError(err)
 	}
-	t.nulls.reset()
+	t.nulls.Reset()
 	t.AddWritten(w)
 	if _, err := t.tx.Exec(ctx, done); err != nil {
 		return fmt.Errorf("postgres sink: %s: %w", firstWords(done), err)
@@ -356,14 +357,8 @@ func (t *Tx) Commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 }
 
 func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, error) {
-	if t.c.apply != nil && t.staged > 0 {
-		a := t.c.apply
-		if t.partial && t.c.partial != nil {
-			a = t.c.partial
-		}
-		if err := t.applyStaged(ctx, a, "DROP TABLE pg_temp."+StageTable); err != nil {
-			return runner.Stats{}, err
-		}
+	if err := t.ApplyStaged(ctx); err != nil {
+		return runner.Stats{}, err
 	}
 	if err := StoreCheckpoint(ctx, t.tx, t.job, cp); err != nil {
 		return runner.Stats{}, err
@@ -375,6 +370,22 @@ func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 	}
 	t.done = true
 	return runner.Stats{Written: t.written}, nil
+}
+
+// ApplyStaged applies the merge rows staged so far to the target and drops
+// the staging table, without committing: Commit runs it first, and a dry
+// replay of a failed pushdown (runner) runs it to surface what only the
+// apply detects (a NOT NULL violation, named by its row's key). It does
+// nothing for append modes or when nothing is staged.
+func (t *Tx) ApplyStaged(ctx context.Context) error {
+	if t.c.apply == nil || t.staged == 0 {
+		return nil
+	}
+	a := t.c.apply
+	if t.partial && t.c.partial != nil {
+		a = t.c.partial
+	}
+	return t.applyStaged(ctx, a, "DROP TABLE pg_temp."+StageTable)
 }
 
 // ApplyRelation applies the rows of relation (a change relation, see
@@ -397,7 +408,7 @@ func (t *Tx) ApplyRelationWith(ctx context.Context, relation string, opt ApplyOp
 	if err != nil {
 		return t.notNullError(err)
 	}
-	t.nulls.reset()
+	t.nulls.Reset()
 	t.AddWritten(w)
 	return nil
 }

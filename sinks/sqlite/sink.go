@@ -86,6 +86,8 @@ type compiled struct {
 	create   string     // CREATE TABLE of a missing target, "" when it exists
 	types    []cdc.Type // the target type of each projected column
 	relTypes []cdc.Type // the type staged values are encoded as
+	notNull  []bool     // mode merge: the target column is NOT NULL, aligned with st.Schema
+	columns  []string   // mode merge: the target column names, aligned with st.Schema
 	insert   string     // the prepared INSERT of Write (target or stage)
 	stage    string     // CREATE TEMP TABLE of the stage, "" for direct inserts
 	apply    *Apply     // nil for direct inserts
@@ -128,6 +130,16 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 		}
 		c.types, c.relTypes = types, types
 		if st.Mode == plan.ModeMerge {
+			for i, col := range st.Schema.Columns {
+				tc, _ := target.Column(col.Name)
+				c.columns = append(c.columns, tc.Name)
+				if tc.NotNull {
+					if c.notNull == nil {
+						c.notNull = make([]bool, len(st.Schema.Columns))
+					}
+					c.notNull[i] = true
+				}
+			}
 			if exists {
 				ok, err := hasUniqueKey(ctx, q, st.Table, target, st.Keys)
 				if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicedata/sluice/internal/sqlitex"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
+	"github.com/sluicedata/sluice/sinks/changerel"
 )
 
 // Tx is one run's transaction in the sink database (runner.SinkTx). Rows of
@@ -30,7 +31,9 @@ type Tx struct {
 	keyName []string
 	ord     int64
 	written map[cdc.Op]int64
-	err     error // a failed Write poisons the transaction
+	nulls   changerel.NullSuspects // staged rows that write NULL into a NOT NULL column
+	applied bool                   // ApplyStaged ran: the staging table is gone
+	err     error                  // a failed Write poisons the transaction
 	done    bool
 }
 
@@ -196,6 +199,9 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 					return t.valueError(&cdc.ValueError{Type: t.c.relTypes[i], Reason: "a merge key column must not be NULL or missing"}, ch, t.keyName[j])
 				}
 			}
+			if t.c.notNull != nil {
+				t.nulls.Note(ch, t.c.notNull, t.keyOf)
+			}
 		}
 		if err := t.insert(ctx, args); err != nil {
 			return fmt.Errorf("sqlite sink: write %q (row with key %s): %w", t.p.st.Table, t.keyText(ch), err)
@@ -255,6 +261,30 @@ func (t *Tx) keyText(ch *cdc.Change) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
+// ApplyStaged applies the merge rows staged so far to the target and drops
+// the staging table, without committing: Commit runs it first, and a dry
+// replay of a failed pushdown (runner) runs it to surface what only the
+// apply detects (a NOT NULL violation, named by its row's key). It does
+// nothing for append modes or once applied.
+func (t *Tx) ApplyStaged(ctx context.Context) error {
+	if t.c.apply == nil || t.applied {
+		return nil
+	}
+	w, err := t.c.apply.Exec(ctx, t.q)
+	if err != nil {
+		return t.notNullError(err)
+	}
+	t.nulls.Reset()
+	for op, n := range w {
+		t.written[op] += n
+	}
+	if _, err := t.q.ExecContext(ctx, "DROP TABLE temp."+StageTable); err != nil {
+		return fmt.Errorf("sqlite sink: drop staging table: %w", err)
+	}
+	t.applied = true
+	return nil
+}
+
 // Commit applies the staged merge rows (the Apply statements over
 // sluice_stage), upserts the job's checkpoint row and commits, all in the
 // transaction Begin opened. It returns the rows written by change type (see
@@ -278,17 +308,8 @@ func (t *Tx) Commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 }
 
 func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, error) {
-	if t.c.apply != nil {
-		w, err := t.c.apply.Exec(ctx, t.q)
-		if err != nil {
-			return runner.Stats{}, err
-		}
-		for op, n := range w {
-			t.written[op] += n
-		}
-		if _, err := t.q.ExecContext(ctx, "DROP TABLE temp."+StageTable); err != nil {
-			return runner.Stats{}, fmt.Errorf("sqlite sink: drop staging table: %w", err)
-		}
+	if err := t.ApplyStaged(ctx); err != nil {
+		return runner.Stats{}, err
 	}
 	if err := StoreCheckpoint(ctx, t.q, t.job, cp); err != nil {
 		return runner.Stats{}, err

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/sinks/changerel"
 	sinksqlite "github.com/sluicedata/sluice/sinks/sqlite"
+	"modernc.org/sqlite"
 )
 
 var _ runner.Pushdowner = (*Backend)(nil)
@@ -140,6 +142,10 @@ func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 	stats, from, to, err := pp.run(ctx, conn, job)
 	if err != nil {
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		if valueCaused(err) {
+			// the runner replays the run through sluice to name the row
+			err = fmt.Errorf("%w: %w", runner.ErrPushdownValue, err)
+		}
 		return runner.Stats{}, from, from, err
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
@@ -228,4 +234,19 @@ func countOps(ctx context.Context, q sqlitex.Querier, query string, into map[cdc
 	}
 	defer rows.Close()
 	return changerel.CountOps(rows, into)
+}
+
+// valueCaused reports whether err is SQLite's refusal of a row's value: a
+// constraint (NOT NULL, CHECK, UNIQUE …; SQLITE_CONSTRAINT = 19) or a
+// datatype mismatch (SQLITE_MISMATCH = 20) — https://www.sqlite.org/rescode.html.
+func valueCaused(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case 19, 20:
+		return true
+	}
+	return false
 }
