@@ -92,6 +92,12 @@ type SinkStage struct {
 	// sink then applies the changes without collapsing them to the last
 	// change per key. Set by the runner's planning, for mode merge only.
 	OneChangePerKey bool
+	// PartialRows tells that the source may deliver partial rows (changes
+	// carrying only some columns: Tablestore's UpdateRow, DESIGN.md). A
+	// merge sink then compiles, and `sluice plan` lists, the statements
+	// that set only the carried columns; without it a sink refuses a
+	// partial row. Set by the runner's planning (runner.PartialRowSource).
+	PartialRows bool
 }
 
 // IgnoresUpdateBefore reports whether what the sink writes does not depend

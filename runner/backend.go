@@ -90,6 +90,16 @@ type NetChangeSource interface {
 	NetChanges(s *StreamInfo) bool
 }
 
+// PartialRowSource is a Source whose reads of some streams may deliver
+// partial rows (cdc.Change.Present set: only some columns carried), as
+// Tablestore's UpdateRow does. PartialRows reports whether reads of s may;
+// the planner then sets plan.SinkStage.PartialRows. A source that does not
+// implement it delivers full rows only.
+type PartialRowSource interface {
+	Source
+	PartialRows(s *StreamInfo) bool
+}
+
 // Source reads table streams.
 type Source interface {
 	Backend

@@ -244,6 +244,9 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 		Conn: b.Redacted(), Backend: b.Scheme(), Table: job.Sink.Table, Mode: mode,
 		Keys: job.Sink.Keys, Schema: projected, Merge: job.Sink.Merge,
 	}
+	if ps, ok := prep.source.(PartialRowSource); ok && ps.PartialRows(prep.stream) {
+		st.PartialRows = true
+	}
 	if mode == plan.ModeMerge && st.Merge == nil {
 		if ns, ok := prep.source.(NetChangeSource); ok && ns.NetChanges(prep.stream) {
 			st.OneChangePerKey = keysPassThrough(p.Project, job.Sink.Keys, prep.stream.TableSchema)

@@ -36,6 +36,16 @@ func (e *ignoredError) Is(target error) bool {
 	return target == ErrIgnored || target == runner.ErrTargetExists
 }
 
+// ErrPartialRow is a partial row (cdc.Change.Present set) staged for a
+// merge whose plan said the source delivers full rows only
+// (plan.SinkStage.PartialRows false): its missing columns would be written
+// as NULL.
+var ErrPartialRow = errors.New("partial row from a source planned as delivering full rows")
+
+func errPartialRow(table string) error {
+	return fmt.Errorf("postgres sink: merge into %s: %w (the source must report partial rows: runner.PartialRowSource)", Quote(table), ErrPartialRow)
+}
+
 // ErrMergeCardinality is wrapped by the error of a SQL MERGE whose source
 // touches one target row (or inserts one key) more than once.
 var ErrMergeCardinality = errors.New("MERGE source touches a target row more than once")

@@ -54,6 +54,11 @@ func TestNotNullNamesKey(t *testing.T) {
 			exec(t, p, `CREATE TABLE tgt (id bigint PRIMARY KEY, "user" text NOT NULL, amount numeric(38,0))`,
 				`INSERT INTO tgt VALUES (9, 'keep', 9)`)
 			st := stage("tgt", plan.ModeMerge, []string{"id"}, ordersSchema)
+			for _, b := range tc.batches {
+				for _, c := range b {
+					st.PartialRows = st.PartialRows || c.Present != nil
+				}
+			}
 			_, err := runBatches(t, sk, st, cpAt("p1"), tc.batches...)
 			if tc.wantKey == "" {
 				if err != nil {
@@ -75,4 +80,29 @@ func TestNotNullNamesKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPartialRowRefusedWithoutPartialRows: a plan whose source delivers
+// full rows only compiles no partial-row statements (so the plan does not
+// list them), and a partial row staged anyway is refused rather than
+// written with NULL in the columns it does not carry.
+func TestPartialRowRefusedWithoutPartialRows(t *testing.T) {
+	p := openPool(t)
+	sk := New(p, 150000, nil)
+	exec(t, p, `CREATE TABLE tgt (id bigint PRIMARY KEY, "user" text, amount numeric(38,0))`, `INSERT INTO tgt VALUES (9, 'keep', 9)`)
+	st := stage("tgt", plan.ModeMerge, []string{"id"}, ordersSchema)
+	sp, err := sk.Prepare(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range sp.Steps() {
+		if strings.Contains(step.What, "partial rows") {
+			t.Errorf("a full-rows plan lists a partial-row statement: %s", step.What)
+		}
+	}
+	_, err = runBatches(t, sk, st, cpAt("p1"), []cdc.Change{partial(cdc.OpUpdateAfter, 1, "101", int64(9), nil, dec("10"))})
+	if !errors.Is(err, ErrPartialRow) {
+		t.Fatalf("want ErrPartialRow, got %v", err)
+	}
+	checkRows(t, "target unchanged", dump(t, p, "tgt", "id"), []string{"9|keep|9"})
 }

@@ -204,7 +204,7 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 			return nil, err
 		}
 	}
-	if st.Merge == nil {
+	if st.Merge == nil && st.PartialRows {
 		opt.Partial, opt.FullRows = true, false
 		if c.partial, err = CompileApply(st, target, "pg_temp."+StageTable, opt); err != nil {
 			return nil, err

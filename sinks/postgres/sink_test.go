@@ -135,6 +135,7 @@ func TestMergeFullAndPartialRows(t *testing.T) {
 			exec(t, p, `CREATE TABLE tgt (id bigint PRIMARY KEY, "user" text, amount numeric(38,10))`,
 				`INSERT INTO tgt VALUES (2, 'old', 0), (9, 'keep', 9)`)
 			st := stage("tgt", plan.ModeMerge, []string{"id"}, ordersSchema)
+			st.PartialRows = true // the second run stages partial rows
 			cs := mergeCases()
 			stats, err := runBatches(t, sk, st, cpAt("p1"), cs[:3], cs[3:])
 			if err != nil {

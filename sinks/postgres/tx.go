@@ -176,6 +176,9 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 		}
 		r := make([]any, off+len(cols))
 		if staged {
+			if ch.Present != nil && st.Merge == nil && t.c.partial == nil {
+				return errPartialRow(st.Table)
+			}
 			t.ord++
 			r[0], r[1], r[2], r[3] = ch.Op.String(), ch.CommitVersion, t.ord, presentMask(ch)
 			if ch.Present != nil {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -93,7 +94,9 @@ func TestMergeCollapse(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openDB(t)
 			exec(t, db, mergeStart...)
-			stats, err := runBatches(t, db, stage("t", plan.ModeMerge, []string{"id"}, orders), cpAt("9"), tc.batches...)
+			st := stage("t", plan.ModeMerge, []string{"id"}, orders)
+			st.PartialRows = hasPartial(tc.batches)
+			stats, err := runBatches(t, db, st, cpAt("9"), tc.batches...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,4 +245,41 @@ func TestTwoRunsSerialize(t *testing.T) {
 	if got := <-done; got != "11" {
 		t.Errorf("second run saw %q, want checkpoint 11", got)
 	}
+}
+
+// hasPartial reports whether a change of batches is a partial row (the
+// plan of such a source sets plan.SinkStage.PartialRows).
+func hasPartial(batches [][]cdc.Change) bool {
+	for _, b := range batches {
+		for _, c := range b {
+			if c.Present != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestPartialRowRefusedWithoutPartialRows: a plan whose source delivers
+// full rows only compiles no partial-row statements (so the plan does not
+// list them), and a partial row staged anyway is refused rather than
+// written with NULL in the columns it does not carry.
+func TestPartialRowRefusedWithoutPartialRows(t *testing.T) {
+	db := openDB(t)
+	exec(t, db, mergeStart...)
+	st := stage("t", plan.ModeMerge, []string{"id"}, orders)
+	sp, err := New(db, nil).PrepareSink(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range sp.Steps() {
+		if strings.Contains(step.What, "partial rows") {
+			t.Errorf("a full-rows plan lists a partial-row statement: %s", step.What)
+		}
+	}
+	_, err = runBatches(t, db, st, cpAt("9"), []cdc.Change{partial(cdc.OpUpdateAfter, 4, "1010", int64(1), nil, dec("5"), nil)})
+	if !errors.Is(err, ErrPartialRow) {
+		t.Fatalf("want ErrPartialRow, got %v", err)
+	}
+	checkRows(t, dump(t, db, "t", "id"), []string{"1|Alice|1000.00|active", "3|Carol|500.00|active"})
 }

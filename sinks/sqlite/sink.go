@@ -149,7 +149,7 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 					return nil, fmt.Errorf("sqlite sink: mode merge into %q needs a PRIMARY KEY or UNIQUE index on (%s), which the table does not have; add one (CREATE UNIQUE INDEX … ON %s (%s)) or write to a new table", st.Table, strings.Join(st.Keys, ", "), sqlitex.Quote(st.Table), quoteList(st.Keys))
 				}
 			}
-			a, err := compileApply(st, types, types, "temp."+StageTable, false)
+			a, err := compileApply(st, types, types, "temp."+StageTable, !st.PartialRows)
 			if err != nil {
 				return nil, err
 			}

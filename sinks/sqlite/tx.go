@@ -178,6 +178,9 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 		}
 		vals := args
 		if staged {
+			if ch.Present != nil && t.p.st.Merge == nil && t.c.apply.full {
+				return fmt.Errorf("sqlite sink: merge into %q: %w (the source must report partial rows: runner.PartialRowSource)", t.p.st.Table, ErrPartialRow)
+			}
 			t.ord++
 			args[0], args[1], args[2], args[3] = ch.Op.String(), ch.CommitVersion, t.ord, presentMask(ch)
 			vals = args[4:]

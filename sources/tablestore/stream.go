@@ -175,6 +175,10 @@ func pkType(t tablestore.PrimaryKeyType) (cdc.Type, error) {
 	return cdc.Type{}, fmt.Errorf("%w: unsupported primary key type %d", ErrBadColumns, t)
 }
 
+// PartialRows reports that reads may deliver partial rows: an UpdateRow
+// record carries only the columns it changed (runner.PartialRowSource).
+func (s *Source) PartialRows(*runner.StreamInfo) bool { return true }
+
 // Advance does nothing and returns nil: a Tablestore stream has no consumer
 // offset on the server. The job's position is the checkpoint the runner
 // commits in the sink database with the rows (runner.Checkpoint), which is
