@@ -253,11 +253,14 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 		}
 	}
 	if !job.Sink.Stdout {
-		_, exists, err := sink.Target(ctx, job.Sink.Table)
+		target, exists, err := sink.Target(ctx, job.Sink.Table)
 		if err != nil {
 			return pos.Errorf(job.Sink.TablePos, "%w", err)
 		}
 		st.TableExists = exists
+		if exists && st.Merge == nil {
+			p.Warnings = append(p.Warnings, narrowing(projected, target)...)
+		}
 	}
 	p.Sink = st
 	return nil
