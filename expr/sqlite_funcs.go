@@ -34,6 +34,7 @@ type SQLiteFunction struct {
 // takes NULL to NULL unless noted:
 //
 //	sluice_dec_cmp(a, b)              -1/0/1 comparing two numbers exactly (DECIMAL text, integers, reals)
+//	sluice_dec_same(a, b)             1 when both are NULL or equal numbers ('2' and '2.00'), else 0 (text that is not a number compares as text)
 //	sluice_dec_add|sub|mul|div|mod(a, b, 'DECIMAL(p,s)')  exact arithmetic, fixed-scale TEXT; /0 and %0 give NULL
 //	sluice_dec_neg|abs(a, 'DECIMAL(p,s)'), sluice_dec_round(a, d, 'DECIMAL(p,s)')
 //	sluice_int_add|sub|mul(a, b)      BIGINT arithmetic; overflow is an error
@@ -45,6 +46,7 @@ type SQLiteFunction struct {
 //	sluice_cast(x, 'FROM', 'TO')      CAST as Eval does it (errors name the value and type)
 var SQLiteFunctions = []SQLiteFunction{
 	{"sluice_dec_cmp", 2, sqlDecCmp},
+	{"sluice_dec_same", 2, sqlDecSame},
 	{"sluice_dec_add", 3, decArith("+")},
 	{"sluice_dec_sub", 3, decArith("-")},
 	{"sluice_dec_mul", 3, decArith("*")},
@@ -147,6 +149,30 @@ func sqlDecCmp(args []driver.Value) (driver.Value, error) {
 		return nil, fmt.Errorf("sluice_dec_cmp: %s or %s is not a number", describeValue(args[0]), describeValue(args[1]))
 	}
 	return int64(a.Cmp(b)), nil
+}
+
+// sqlDecSame is sluice_dec_same: whether two stored DECIMAL values are the
+// same number (a STANDARD stream's "no change" test on SQLite, where a
+// DECIMAL is stored as text whose form depends on the writer: '2', '2.00').
+func sqlDecSame(args []driver.Value) (driver.Value, error) {
+	switch {
+	case args[0] == nil && args[1] == nil:
+		return int64(1), nil
+	case args[0] == nil || args[1] == nil:
+		return int64(0), nil
+	}
+	a, ok1 := toDec(args[0])
+	b, ok2 := toDec(args[1])
+	if !ok1 || !ok2 {
+		if fmt.Sprint(args[0]) == fmt.Sprint(args[1]) {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	}
+	if a.Cmp(b) == 0 {
+		return int64(1), nil
+	}
+	return int64(0), nil
 }
 
 func decArith(sub string) func([]driver.Value) (driver.Value, error) {

@@ -125,6 +125,12 @@ const metaSelect = `%s AS "__change_type", %s AS "__commit_version", %s AS "__co
 func (g gen) standard() string {
 	var diff []string
 	for _, c := range g.cols() {
+		if c.Type.Kind == cdc.KindDecimal {
+			// DECIMAL is stored as text whose form depends on the writer
+			// ('2', '2.00'): the same number is no change.
+			diff = append(diff, "NOT sluice_dec_same(f."+oldCol(c.Name)+", l."+newCol(c.Name)+")")
+			continue
+		}
 		diff = append(diff, "f."+oldCol(c.Name)+" IS NOT l."+newCol(c.Name))
 	}
 	images := g.list(func(c cdc.Column) string { return "f." + oldCol(c.Name) }) + ", " +
