@@ -353,6 +353,13 @@ func warnings(p *plan.Plan) []string {
 			out = append(out, fmt.Sprintf("the filter drops %s changes: a run consumes them for good (the offset moves past them)", strings.Join(names, ", ")))
 		}
 	}
+	if p.Filter != nil && p.Filter.Expr != nil && filtersValues(p) {
+		w := fmt.Sprintf("the filter (%s) drops the changes it does not keep: a run consumes them for good (the offset moves past them)", p.Filter.Text)
+		if p.Sink.Mode == plan.ModeMerge {
+			w += "; a row whose latest change is dropped keeps its earlier values in the target"
+		}
+		out = append(out, w)
+	}
 	if p.Sink.Mode == plan.ModeMerge && p.Filter != nil && slices.Contains(p.Filter.Dropped, cdc.OpDelete) && p.Sink.Merge == nil {
 		out = append(out, "merge sink never sees DELETE changes: deleted source rows stay in the target")
 	}
@@ -369,4 +376,16 @@ func warnings(p *plan.Plan) []string {
 		out = append(out, "stdout sink: rows are printed, nothing is consumed (the offset does not move)")
 	}
 	return out
+}
+
+// filtersValues reports whether p's filter reads a column other than
+// __change_type: it then drops changes by their values, which the warning
+// about dropped change types (FilterStage.Dropped) does not cover.
+func filtersValues(p *plan.Plan) bool {
+	for _, ref := range p.Filter.Expr.Columns() {
+		if ref.Col < 0 || ref.Col >= len(p.Source.Schema.Columns) || p.Source.Schema.Columns[ref.Col].Name != cdc.ColChangeType {
+			return true
+		}
+	}
+	return false
 }

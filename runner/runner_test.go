@@ -234,6 +234,42 @@ sink: {table: t, mode: append}
 	}
 }
 
+// TestPlanWarnsForValueFilters: a filter on values drops changes by their
+// values, which a run consumes for good (DESIGN.md: `plan` says so); a
+// filter on __change_type alone gets the warning naming the change types
+// instead.
+func TestPlanWarnsForValueFilters(t *testing.T) {
+	for _, tc := range []struct {
+		name, filter, mode string
+		want, wantNot      []string
+	}{
+		{"value, merge", "amount >= 100", "merge keys: [id]", []string{"the filter (amount >= 100) drops the changes it does not keep", "keeps its earlier values in the target"}, nil},
+		{"value, append", "amount >= 100 AND " + "`__change_type`" + " <> 'DELETE'", "append", []string{"drops the changes it does not keep"}, []string{"earlier values"}},
+		{"change type only", "`__change_type`" + " IN ('INSERT', 'UPDATE_AFTER')", "append", nil, []string{"drops the changes it does not keep"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.sql("", seedSetup)
+			j := e.job("j.yaml", "source: orders_stream\nfilter: \""+tc.filter+"\"\nsink: {table: t, mode: "+strings.Replace(tc.mode, " keys", ", keys", 1)+"}\n")
+			p, err := e.r.Plan(context.Background(), j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := strings.Join(p.Plan.Warnings, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("warnings lack %q:\n%s", w, all)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(all, w) {
+					t.Errorf("warnings should not say %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
+
 func TestUnknownColumnHasPosition(t *testing.T) {
 	e := newEnv(t)
 	e.sql("", seedSetup)
