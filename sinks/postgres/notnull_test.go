@@ -106,3 +106,28 @@ func TestPartialRowRefusedWithoutPartialRows(t *testing.T) {
 	}
 	checkRows(t, "target unchanged", dump(t, p, "tgt", "id"), []string{"9|keep|9"})
 }
+
+// TestAppendNotNullNamesRow: an append whose row writes NULL into a NOT
+// NULL column names the row (by its key, or by its values when the target
+// has no key) and the column.
+func TestAppendNotNullNamesRow(t *testing.T) {
+	for _, tc := range []struct{ name, ddl, want string }{
+		{"with a key", `CREATE TABLE tgt (id bigint PRIMARY KEY, "user" text NOT NULL, amount numeric(38,0))`, `row with key (id=2), column user`},
+		{"without a key", `CREATE TABLE tgt (id bigint, "user" text NOT NULL, amount numeric(38,0))`, `row (id=2, user=NULL, amount=7.0000000000), column user`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := openPool(t)
+			sk := New(p, 150000, nil)
+			exec(t, p, tc.ddl)
+			st := stage("tgt", plan.ModeAppend, nil, ordersSchema)
+			if strings.Contains(tc.ddl, "PRIMARY KEY") {
+				st.Schema.Key = []string{"id"}
+			}
+			_, err := runBatches(t, sk, st, cpAt("p1"), []cdc.Change{ch(cdc.OpInsert, 1, int64(1), "a", dec("1")), ch(cdc.OpInsert, 2, int64(2), nil, dec("7"))})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error naming %q, got %v", tc.want, err)
+			}
+			checkRows(t, "nothing stored", dump(t, p, "tgt", "id"), nil)
+		})
+	}
+}

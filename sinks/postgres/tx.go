@@ -273,7 +273,18 @@ func (t *Tx) copyError(err error, batch []cdc.Change, rows [][]any) error {
 				// rows skip UPDATE_BEFOREs of a merge; find the change by counting.
 				ch := t.nthWritten(batch, n-1)
 				if ch != nil {
-					return fmt.Errorf("postgres sink: write %s: row with key %s, column %s: %w", Quote(t.p.st.Table), t.keyText(ch), m[2], err)
+					col := m[2]
+					if col == "" {
+						col = pe.ColumnName
+					}
+					what := "row with key " + t.keyText(ch)
+					if len(t.keyIdx) == 0 {
+						what = "row " + t.keyText(ch)
+					}
+					if col != "" {
+						what += ", column " + col
+					}
+					return fmt.Errorf("postgres sink: write %s: %s: %w", Quote(t.p.st.Table), what, err)
 				}
 			}
 		}
@@ -309,13 +320,10 @@ func presentMask(ch *cdc.Change) any {
 	return string(b)
 }
 
-// keyText renders the row's key as "(k1=v1, k2=v2)".
+// keyText renders the row's key as "(k1=v1, k2=v2)"; a row without key
+// columns (an append to a table without a primary key) as all its values.
 func (t *Tx) keyText(ch *cdc.Change) string {
-	parts := make([]string, len(t.keyIdx))
-	for j, i := range t.keyIdx {
-		parts[j] = t.keyName[j] + "=" + cdc.FormatValue(ch.Row[i], t.p.st.Schema.Columns[i].Type)
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	return changerel.RowText(ch, t.p.st.Schema, t.keyIdx, t.keyName)
 }
 
 type rawText string

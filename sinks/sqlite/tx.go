@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/internal/sqlitex"
@@ -207,7 +206,11 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 			}
 		}
 		if err := t.insert(ctx, args); err != nil {
-			return fmt.Errorf("sqlite sink: write %q (row with key %s): %w", t.p.st.Table, t.keyText(ch), err)
+			what := "row with key "
+			if len(t.keyIdx) == 0 {
+				what = "row "
+			}
+			return fmt.Errorf("sqlite sink: write %q (%s%s): %w", t.p.st.Table, what, t.keyText(ch), err)
 		}
 		if !staged {
 			t.written[ch.Op]++
@@ -256,12 +259,10 @@ func (t *Tx) valueError(err error, ch *cdc.Change, column string) error {
 	return fmt.Errorf("sqlite sink: write %q: %w", t.p.st.Table, &out)
 }
 
+// keyText renders the row's key as "(k1=v1, k2=v2)"; a row without key
+// columns (an append to a table without a primary key) as all its values.
 func (t *Tx) keyText(ch *cdc.Change) string {
-	parts := make([]string, len(t.keyIdx))
-	for j, i := range t.keyIdx {
-		parts[j] = t.keyName[j] + "=" + cdc.FormatValue(ch.Row[i], t.p.st.Schema.Columns[i].Type)
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	return changerel.RowText(ch, t.p.st.Schema, t.keyIdx, t.keyName)
 }
 
 // ApplyStaged applies the merge rows staged so far to the target and drops
