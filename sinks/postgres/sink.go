@@ -291,7 +291,7 @@ func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
 			}
 			out = append(out, sk("after each batch: empty the staging table for the next", "TRUNCATE pg_temp."+StageTable))
 		} else {
-			out = append(out, sk(fmt.Sprintf("memory for the merge's sorts and hashes, sized to the staged rows: %d bytes each, %dMB to %dMB (here for 100,000 rows; skipped with nothing staged, as is all of the merge)",
+			out = append(out, sk(fmt.Sprintf("memory for the merge's sorts and hashes, sized to the staged rows: %d bytes each, %dMB to %dMB (the value shown is for 100,000 rows; each run sizes it to what it staged, and skips it, as all of the merge, with nothing staged)",
 				WorkMemPerRow, MinWorkMem>>20, MaxWorkMem>>20), WorkMemSQL(100_000)))
 			out = append(out, c.apply.Steps()...)
 		}

@@ -179,7 +179,7 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	read := src("read the stream's changes after the offset, up to the read point"+pd.omitNote(), readQuery(tr, s, fp, to, false, pd.after))
 	pd.steps = append(pd.steps,
 		src("narrow the read point to the table's changes; bound the window's __seq", windowBoundsQuery(tr, fp, Position{Snap: "<pg_current_snapshot()>"})),
-		src(fmt.Sprintf("memory for the sorts and hashes of this transaction, sized to the window: %d bytes per log row, %dMB to %dMB (here for 100,000 rows)",
+		src(fmt.Sprintf("memory for the sorts and hashes of this transaction, sized to the window: %d bytes per log row, %dMB to %dMB (the value shown is for 100,000 rows; each run sizes it to its window)",
 			sinkpg.WorkMemPerRow, sinkpg.MinWorkMem>>20, sinkpg.MaxWorkMem>>20), sinkpg.WorkMemSQL(100_000)))
 	if seqVersioned(s, fp) {
 		read = src("read the stream's changes after the offset, up to the read point; $1 = min(__seq) - 1 of the window "+
