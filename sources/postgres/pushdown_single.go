@@ -24,11 +24,12 @@ import (
 // the job filters, so does the filtered relation for the rows written);
 // after the statement each sequence's last value is the count. PostgreSQL
 // never pulls up a subquery whose output calls a volatile function, pushes
-// no condition into one that has ORDER BY or OFFSET, and never drops a
-// volatile output column, so the column is evaluated exactly once per row
-// the subquery returns. A STANDARD read from an offset carries the column
-// itself (queryOptions.counted); other reads are wrapped in a subquery
-// fenced with OFFSET 0 that adds it.
+// no condition of the query around into one that has OFFSET (a job's
+// filter would otherwise skip the count of the rows it drops), and never
+// drops a volatile output column, so the column is evaluated exactly once
+// per row the subquery returns. A STANDARD read from an offset carries the
+// column itself, with OFFSET 0 (queryOptions.counted); other reads are
+// wrapped in a subquery fenced with OFFSET 0 that adds it.
 //
 // Keeping the key order: a STANDARD read from an offset comes out of its
 // window pass sorted by the primary key (queryOptions.keyOrdered), so the
