@@ -250,6 +250,22 @@ func TestSeedWalkthroughPreview(t *testing.T) {
 	}
 }
 
+// TestPreviewBackquotedName: a stream named with a reserved word is
+// previewed by its name bare or backquoted, as sluice's dialect writes it.
+func TestPreviewBackquotedName(t *testing.T) {
+	d := newDB(t)
+	mustSluice(t, "sql", "--conn", d.conn, "CREATE TABLE `order` (id INT, PRIMARY KEY (id))")
+	mustSluice(t, "sql", "--conn", d.conn, "ALTER TABLE `order` SET PROPERTIES ('change_tracking' = 'true')")
+	mustSluice(t, "sql", "--conn", d.conn, "CREATE TABLE STREAM `group` ON TABLE `order` WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')")
+	mustSluice(t, "sql", "--conn", d.conn, "INSERT INTO `order` VALUES (1)")
+	for _, name := range []string{"group", "`group`"} {
+		r := mustSluice(t, "preview", "--conn", d.conn, name)
+		if got := parseTable(t, r.stdout).project(t, "__change_type", "id"); !slices.Equal(got, []string{"INSERT 1"}) {
+			t.Errorf("preview %s = %q, want [INSERT 1]", name, got)
+		}
+	}
+}
+
 func TestPreviewMissingStream(t *testing.T) {
 	d := seededDB(t)
 	r := sluice(t, "preview", "--conn", d.conn, "no_such_stream")

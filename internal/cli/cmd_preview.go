@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
@@ -38,7 +39,7 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", runner.ErrNotSource, b.Scheme())
 	}
-	info, err := src.Stream(ctx, plan.Source{Stream: rest[0]})
+	info, err := src.Stream(ctx, plan.Source{Stream: unquoteName(rest[0])})
 	if err != nil {
 		return err
 	}
@@ -82,4 +83,14 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "(%d pending changes; offset %s; nothing consumed)\n", len(rows), info.Offset)
 	}
 	return nil
+}
+
+// unquoteName takes a stream name as written on the command line: bare
+// (orders_stream) or backquoted as in sluice's dialect (`group`, with “
+// for a backquote inside).
+func unquoteName(s string) string {
+	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' {
+		return strings.ReplaceAll(s[1:len(s)-1], "``", "`")
+	}
+	return s
 }
