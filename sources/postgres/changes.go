@@ -68,6 +68,11 @@ type queryOptions struct {
 	// for a caller that does not use it: the window pass then neither
 	// reads nor sorts the log's __ts.
 	noTimestamp bool
+	// fromTable takes a STANDARD read from an offset without
+	// UPDATE_BEFORE (afterOnly) from the first log row per key and the
+	// table itself, ordered by the key, with NULL versions and times
+	// (tableImagesQuery): for a caller that uses neither.
+	fromTable bool
 }
 
 // seqVersioned reports whether a read from from uses the __seq offset
@@ -85,6 +90,10 @@ func countOmittedBefore(read map[cdc.Op]int64) {
 		read[cdc.OpUpdateBefore] += n
 	}
 }
+
+// usesTable reports whether a STANDARD read from an offset with o is
+// tableImagesQuery (fromTable, without UPDATE_BEFORE).
+func (o queryOptions) usesTable() bool { return o.fromTable && o.afterOnly }
 
 // countedColumn is o.counted's column, with its leading comma, or "".
 func (o queryOptions) countedColumn(changeType string) string {
@@ -164,6 +173,9 @@ SELECT 'INSERT' AS "__change_type", %srow_number() OVER (ORDER BY __seq) AS "__c
 FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 	}
 
+	if o.usesTable() {
+		return tableImagesQuery(t, w, o)
+	}
 	// STANDARD: net change per key from the first and last log row, in one
 	// sort of the window by (key, __seq): one WindowAgg carries the first
 	// row's image (first_value) to every row and marks the last row (no

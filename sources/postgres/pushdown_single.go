@@ -109,6 +109,7 @@ type single struct {
 	statement, ordered string
 	counters           []counter
 	noTimestamp        bool // the job does not use __commit_timestamp
+	noVersion          bool // the job does not use __commit_version
 	// target and keys (the target's merge-key columns, in the order of
 	// the table's primary key) for the merge-join choice.
 	target string
@@ -128,7 +129,7 @@ func (pd *pushdown) compileSingle(merge func(relation string) (string, bool)) (*
 	}
 	filtered := pd.p.Filter != nil && pd.p.Filter.Expr != nil
 	s := &single{counters: readCounters, target: sinkpg.Quote(pd.p.Sink.Table), keys: sinkKeys,
-		noTimestamp: !usesColumn(pd.p, cdc.ColCommitTimestamp)}
+		noTimestamp: !usesColumn(pd.p, cdc.ColCommitTimestamp), noVersion: !usesColumn(pd.p, cdc.ColCommitVersion)}
 	if filtered {
 		s.counters = append(append([]counter(nil), readCounters...), writtenCounters...)
 	}
@@ -163,11 +164,14 @@ func (pd *pushdown) compileSingle(merge func(relation string) (string, bool)) (*
 
 // readOptions sets, in o, what the one statement asks of a read that
 // keyOrderable allows: ordered by the key, counting its rows, without
-// __commit_timestamp when the job does not use it.
+// __commit_timestamp when the job does not use it, and, when it uses
+// neither that nor __commit_version, with the images at the read point
+// taken from the table (tableImagesQuery).
 func (s *single) readOptions(o queryOptions) queryOptions {
 	o.keyOrdered = true
 	o.counted = func(changeType string) string { return countColumn(changeType, readCounters) }
 	o.noTimestamp = s.noTimestamp
+	o.fromTable = s.noTimestamp && s.noVersion
 	return o
 }
 
