@@ -108,6 +108,13 @@ type pushdown struct {
 	steps    []plan.Step
 }
 
+// noVersions reports whether the run's read reports no __commit_version
+// (the one statement's read from the table, queryOptions.fromTable), so
+// its read point needs no bounds of the window's __seq (readPointWith).
+func (pd *pushdown) noVersions() bool {
+	return pd.single != nil && pd.after && pd.single.noVersion && pd.single.noTimestamp
+}
+
 // omitNote tells, in a plan step, that the read leaves UPDATE_BEFORE out.
 func (pd *pushdown) omitNote() string {
 	if !pd.after {
@@ -178,7 +185,7 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	}
 	read := src("read the stream's changes after the offset, up to the read point"+pd.omitNote(), readQuery(tr, s, fp, to, false, pd.after))
 	pd.steps = append(pd.steps,
-		src("narrow the read point to the table's changes; bound the window's __seq", windowBoundsQuery(tr, fp, Position{Snap: "<pg_current_snapshot()>"})),
+		pd.boundsStep(tr, fp),
 		src(fmt.Sprintf("memory for the sorts and hashes of this transaction, sized to the window: %d bytes per log row, %dMB to %dMB (the value shown is for 100,000 rows; each run sizes it to its window)",
 			sinkpg.WorkMemPerRow, sinkpg.MinWorkMem>>20, sinkpg.MaxWorkMem>>20), sinkpg.WorkMemSQL(100_000)))
 	if seqVersioned(s, fp) {
@@ -190,7 +197,7 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	// the apply, then the checkpoint (exactly what Run executes).
 	pd.steps = append(pd.steps, pd.sink.AttachSteps()...)
 	if pd.single != nil {
-		o, ordered := queryOptions{base: readBase(seqVersioned(s, fp)), afterOnly: pd.after}, keyOrderable(s, fp)
+		o, ordered := queryOptions{base: readBase(seqVersioned(s, fp) && !pd.noVersions()), afterOnly: pd.after}, keyOrderable(s, fp)
 		if ordered {
 			o = pd.single.readOptions(o)
 		}
@@ -212,6 +219,16 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 			`DELETE FROM %s WHERE __txid < $lowest_offset_xmax AND pg_visible_in_snapshot(__txid, $offset_1) AND …`, tr.LogRef())),
 		src("release the job lock", "SELECT pg_advisory_unlock(hashtext('sluice.job:' || $1))"))
 	return nil
+}
+
+// boundsStep is the plan step of the query that narrows the read point.
+func (pd *pushdown) boundsStep(tr *Tracked, fp *Position) plan.Step {
+	now := Position{Snap: "<pg_current_snapshot()>"}
+	if pd.noVersions() {
+		return plan.Step{Where: "source", What: "narrow the read point to the table's changes (the top of the log's __txid index); estimate the window's rows from the log's size",
+			SQL: windowTopQuery(tr, fp, now)}
+	}
+	return plan.Step{Where: "source", What: "narrow the read point to the table's changes; bound the window's __seq", SQL: windowBoundsQuery(tr, fp, now)}
 }
 
 // Run executes the pushdown: read, write, checkpoint and offset advance in
@@ -285,7 +302,7 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 		}
 		from = cp.Offset
 	}
-	t, fp, toPos, err := b.readPoint(ctx, tx, s, from)
+	t, fp, toPos, err := b.readPointWith(ctx, tx, s, from, pd.noVersions())
 	if err != nil {
 		return runner.Stats{}, none, none, err
 	}

@@ -24,7 +24,7 @@ func TestSingleCounts(t *testing.T) {
 	sqlExec(t, b, `CREATE TABLE sc (id int PRIMARY KEY, v int)`, `INSERT INTO sc VALUES (1, 1), (2, 2), (3, 3)`)
 	track(t, b, "sc")
 	mkStream(t, b, "sc_init", "sc", dsl.ModeStandard, true)
-	for _, s := range []string{"sc_all", "sc_key", "sc_val"} {
+	for _, s := range []string{"sc_all", "sc_key", "sc_val", "sc_ver"} {
 		mkStream(t, b, s, "sc", dsl.ModeStandard, false)
 	}
 	sqlExec(t, b,
@@ -50,6 +50,9 @@ func TestSingleCounts(t *testing.T) {
 		{"filter on the key", "sc_key", "id > 1", "t_key", fromOffset, map[cdc.Op]int64{cdc.OpDelete: 1, cdc.OpInsert: 1}, []string{"4 4"}},
 		// v >= 4: the DELETE carries its first image (2, 2) and is dropped.
 		{"filter on a value", "sc_val", "v >= 4", "t_val", fromOffset, map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpInsert: 1}, []string{"1 10", "4 4"}},
+		// A job that reads __commit_version: the read with versions (the
+		// window pass over the log), not the one from the table.
+		{"filter on the version", "sc_ver", "__commit_version > 0", "t_ver", fromOffset, map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpDelete: 1, cdc.OpInsert: 1}, []string{"1 10", "4 4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, s := bindPlan(t, b, tc.stream, tc.filter, []string{"id", "v"}, sink(tc.target))
@@ -57,8 +60,12 @@ func TestSingleCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if pd.(*pushdown).single == nil {
+			single := pd.(*pushdown).single
+			if single == nil {
 				t.Fatal("want the one-statement pushdown")
+			}
+			if fromTable := single.noVersion && single.noTimestamp; fromTable == (tc.stream == "sc_ver") {
+				t.Errorf("read from the table = %v for filter %q", fromTable, tc.filter)
 			}
 			st, _, _, err := pd.Run(ctx, "job_"+tc.stream)
 			if err != nil {

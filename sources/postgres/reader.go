@@ -26,6 +26,16 @@ const DefaultBatchSize = 1000
 // table, the parsed from position (nil for the zero offset) and the read
 // point.
 func (b *Backend) readPoint(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, from cdc.Offset) (*Tracked, *Position, Position, error) {
+	return b.readPointWith(ctx, tx, s, from, false)
+}
+
+// readPointWith is readPoint; with noVersions (a read that reports no
+// __commit_version, queryOptions.fromTable) it narrows the read point with
+// max(__txid) alone, which the log's index on __txid answers without a
+// scan, and estimates the window's rows from the log's size (as the
+// planner does) instead of bounding its __seq: the position then has no
+// seq base, and a read that does need versions ranks them instead.
+func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, from cdc.Offset, noVersions bool) (*Tracked, *Position, Position, error) {
 	var snap, sys string
 	if err := tx.QueryRow(ctx, `SELECT pg_current_snapshot()::text, (SELECT system_identifier::text FROM pg_control_system())`).Scan(&snap, &sys); err != nil {
 		return nil, nil, Position{}, b.wrap(err, "read snapshot")
@@ -70,14 +80,19 @@ func (b *Backend) readPoint(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo
 	// visible; the ones still running stay in xip. It depends on the table's
 	// changes, not on unrelated activity in the cluster.
 	var maxTxid, minSeq, maxSeq *int64
-	if err := tx.QueryRow(ctx, windowBoundsQuery(t, &fp, now)).Scan(&maxTxid, &minSeq, &maxSeq); err != nil {
+	var estimate int64
+	if noVersions {
+		if err := tx.QueryRow(ctx, windowTopQuery(t, &fp, now)).Scan(&maxTxid, &estimate); err != nil {
+			return nil, nil, Position{}, b.wrap(err, "read table stream %s", s.Name)
+		}
+	} else if err := tx.QueryRow(ctx, windowBoundsQuery(t, &fp, now)).Scan(&maxTxid, &minSeq, &maxSeq); err != nil {
 		return nil, nil, Position{}, b.wrap(err, "read table stream %s", s.Name)
 	}
 	xmax := fp.Xmax()
 	if maxTxid != nil && uint64(*maxTxid)+1 > xmax {
 		xmax = uint64(*maxTxid) + 1
 	}
-	to := Position{System: sys, Batch: fp.Batch, Snap: snapshotText(xmax, now.Xip())}
+	to := Position{System: sys, Batch: fp.Batch, Snap: snapshotText(xmax, now.Xip()), windowRows: estimate}
 	if minSeq != nil && maxSeq != nil {
 		to.windowRows = *maxSeq - *minSeq + 1
 		if *maxSeq-*minSeq < maxSeqSpan {
@@ -102,6 +117,17 @@ const maxSeqSpan = 1<<32 - 1
 // for the version offsets of ChangesQuery.
 func windowBoundsQuery(t *Tracked, from *Position, now Position) string {
 	return fmt.Sprintf(`SELECT max(l.__txid)::text::bigint, min(l.__seq), max(l.__seq) FROM %s l WHERE %s`, t.LogRef(), WindowPredicate("l.__txid", from, now))
+}
+
+// windowTopQuery is readPointWith's query without versions: the window's
+// max(__txid) (PostgreSQL reads it from the top of the __txid index), and
+// the log's rows estimated as the planner does, from its size and its
+// rows per page at the last ANALYZE (50 per page before one).
+func windowTopQuery(t *Tracked, from *Position, now Position) string {
+	return fmt.Sprintf(`SELECT (SELECT max(l.__txid)::text::bigint FROM %[1]s l WHERE %[2]s),
+  (SELECT (CASE WHEN c.relpages > 0 AND c.reltuples > 0 THEN c.reltuples / c.relpages ELSE 50 END
+          * pg_relation_size(c.oid) / current_setting('block_size')::float8)::bigint FROM pg_class c WHERE c.oid = %[3]s::regclass)`,
+		t.LogRef(), WindowPredicate("l.__txid", from, now), sinkpg.Literal(t.LogRef()))
 }
 
 // snapshotText renders the pg_snapshot with the given xmax whose xip list
