@@ -45,8 +45,9 @@ import (
 //
 // On bench/pgapply's workload (1M changes, 632k keys; server log, three
 // runs each): the statement with the read in a MATERIALIZED CTE and the
-// counts as data-modifying CTEs took 6.5–7.2 s, this one 5.3–5.4 s; the
-// hand-written last-change MERGE took 4.2–4.5 s (docs/benchmarks.md).
+// counts as data-modifying CTEs took 6.5–7.2 s, this one over the window
+// read 5.3–5.4 s, over the read from the table (tableImagesQuery) about
+// 4.5 s; the hand-written last-change MERGE 4.1–4.5 s (docs/benchmarks.md).
 
 // counter is the TEMP sequence that counts the rows of one change type.
 type counter struct {
