@@ -210,8 +210,7 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 		if !ok {
 			s.log.Info("fire skipped: the job is running in another process", "job", name)
 			s.metrics.FireSkipped(name, "locked")
-			s.emit(Event{Kind: EventSkipped, Job: name, Reason: "locked"})
-			return outcome{locked: true}
+			return outcome{locked: true} // emitDone reports the skip, once the job is no longer marked running
 		}
 		defer unlock()
 	}
@@ -282,10 +281,16 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 }
 
 // emitDone reports the end of an execution, after the job's running mark
-// is cleared.
+// is cleared: EventDone for a run, EventSkipped (reason "locked") for an
+// execution that found the job's lock held by another process. Reporting
+// the skip here rather than where the lock was refused means an observer
+// of either event finds the job no longer running.
 func (s *Server) emitDone(name string, out outcome) {
-	if out.run != nil {
+	switch {
+	case out.run != nil:
 		s.emit(Event{Kind: EventDone, Job: name, Run: out.run, Err: out.err})
+	case out.locked:
+		s.emit(Event{Kind: EventSkipped, Job: name, Reason: "locked"})
 	}
 }
 
