@@ -211,6 +211,16 @@ func TestMetricsScrape(t *testing.T) {
 	clock.Advance(time.Minute)
 	rec.waitKind(t, "orders", EventDone)
 	rec.waitKind(t, "bad", EventStopped)
+	// The lag loop measures in a goroutine of its own, which emits no
+	// event: wait until it has measured orders.
+	waitUntil(t, func() bool {
+		for _, st := range s.Status(t.Context()) {
+			if st.Job == "orders" && st.Lag != nil {
+				return true
+			}
+		}
+		return false
+	})
 
 	resp, err := http.Get("http://" + s.Addr() + "/metrics")
 	if err != nil {
