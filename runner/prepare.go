@@ -267,35 +267,11 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 }
 
 // keysPassThrough reports whether the merge keys include every column of
-// the primary key of table, each projected unchanged (a bare reference to
-// that column under a merge-key name): then two net changes of different
-// source keys have different merge keys.
+// the primary key of table, each projected unchanged (plan.PassedKeys):
+// then two net changes of different source keys have different merge keys.
 func keysPassThrough(project []plan.ProjectItem, keys []string, table cdc.Schema) bool {
-	pk := table.Key
-	if len(pk) == 0 {
-		return false
-	}
-	nmeta := len(cdc.MetadataColumns)
-	for _, k := range pk {
-		found := false
-		for _, it := range project {
-			if it.Expr == nil || !slices.ContainsFunc(keys, func(n string) bool { return strings.EqualFold(n, it.Name) }) {
-				continue
-			}
-			ref, ok := it.Expr.Column()
-			if !ok || ref.Col < nmeta || ref.Col-nmeta >= len(table.Columns) {
-				continue
-			}
-			if strings.EqualFold(table.Columns[ref.Col-nmeta].Name, k) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+	_, ok := plan.PassedKeys(project, keys, table)
+	return ok
 }
 
 // planExecution chooses pushdown or a run through sluice and compiles the

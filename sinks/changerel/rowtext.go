@@ -30,3 +30,12 @@ func RowText(ch *cdc.Change, s cdc.Schema, keyIdx []int, names []string) string 
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }
+
+// RowLabel is RowText for an error message: "row with key (k1=v1)", or
+// "row (c1=v1, c2=v2)" for a row without key columns.
+func RowLabel(ch *cdc.Change, s cdc.Schema, keyIdx []int, names []string) string {
+	if len(keyIdx) > 0 {
+		return "row with key " + RowText(ch, s, keyIdx, names)
+	}
+	return "row " + RowText(ch, s, keyIdx, names)
+}

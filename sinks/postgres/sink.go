@@ -116,7 +116,7 @@ type compiled struct {
 	target  *Table     // the target (synthesized when missing)
 	types   []cdc.Type // the logical type each projected column is written as
 	columns []string   // target column names, aligned with st.Schema
-	notNull []bool     // the target column is NOT NULL, aligned with st.Schema (mode merge)
+	notNull []bool     // mode merge: the target column is NOT NULL and not a merge key (those are checked apart), aligned with st.Schema
 	stage   string     // CREATE TEMP TABLE of the stage, "" for direct COPY
 	apply   *Apply     // the merge over StageTable (full rows); nil for direct COPY
 	partial *Apply     // the same for batches with partial rows
@@ -166,7 +166,7 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 			return nil, fmt.Errorf("postgres sink: column %q of %s is %s, which cannot hold the projected %s", tc.Name, Quote(st.Table), tc.Type, col.Type)
 		}
 		c.types[i], c.columns[i] = tc.Type, tc.Name
-		if tc.NotNull && st.Mode == plan.ModeMerge {
+		if tc.NotNull && st.Mode == plan.ModeMerge && !slices.ContainsFunc(st.Keys, func(k string) bool { return strings.EqualFold(k, col.Name) }) {
 			if c.notNull == nil {
 				c.notNull = make([]bool, len(st.Schema.Columns))
 			}

@@ -277,10 +277,7 @@ func (t *Tx) copyError(err error, batch []cdc.Change, rows [][]any) error {
 					if col == "" {
 						col = pe.ColumnName
 					}
-					what := "row with key " + t.keyText(ch)
-					if len(t.keyIdx) == 0 {
-						what = "row " + t.keyText(ch)
-					}
+					what := changerel.RowLabel(ch, t.p.st.Schema, t.keyIdx, t.keyName)
 					if col != "" {
 						what += ", column " + col
 					}
@@ -338,10 +335,7 @@ func (t *Tx) valueError(err error, ch *cdc.Change, column string) error {
 	out := *ve
 	out.Column = column
 	if t.keyIdx != nil {
-		out.Key = make([]any, len(t.keyIdx))
-		for j, i := range t.keyIdx {
-			out.Key[j] = rawText(t.keyName[j] + "=" + cdc.FormatValue(ch.Row[i], t.p.st.Schema.Columns[i].Type))
-		}
+		_, out.Key = t.keyOf(ch)
 	}
 	return fmt.Errorf("postgres sink: write %s: %w", Quote(t.p.st.Table), &out)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
@@ -86,7 +87,7 @@ type compiled struct {
 	create   string     // CREATE TABLE of a missing target, "" when it exists
 	types    []cdc.Type // the target type of each projected column
 	relTypes []cdc.Type // the type staged values are encoded as
-	notNull  []bool     // mode merge: the target column is NOT NULL, aligned with st.Schema
+	notNull  []bool     // mode merge: the target column is NOT NULL and not a merge key (those are checked apart), aligned with st.Schema
 	columns  []string   // mode merge: the target column names, aligned with st.Schema
 	insert   string     // the prepared INSERT of Write (target or stage)
 	stage    string     // CREATE TEMP TABLE of the stage, "" for direct inserts
@@ -133,7 +134,7 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 			for i, col := range st.Schema.Columns {
 				tc, _ := target.Column(col.Name)
 				c.columns = append(c.columns, tc.Name)
-				if tc.NotNull {
+				if tc.NotNull && !slices.ContainsFunc(st.Keys, func(k string) bool { return strings.EqualFold(k, col.Name) }) {
 					if c.notNull == nil {
 						c.notNull = make([]bool, len(st.Schema.Columns))
 					}

@@ -206,11 +206,7 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 			}
 		}
 		if err := t.insert(ctx, args); err != nil {
-			what := "row with key "
-			if len(t.keyIdx) == 0 {
-				what = "row "
-			}
-			return fmt.Errorf("sqlite sink: write %q (%s%s): %w", t.p.st.Table, what, t.keyText(ch), err)
+			return fmt.Errorf("sqlite sink: write %q (%s): %w", t.p.st.Table, changerel.RowLabel(ch, t.p.st.Schema, t.keyIdx, t.keyName), err)
 		}
 		if !staged {
 			t.written[ch.Op]++
@@ -251,10 +247,7 @@ func (t *Tx) valueError(err error, ch *cdc.Change, column string) error {
 	out := *ve
 	out.Column = column
 	if t.keyIdx != nil {
-		out.Key = make([]any, len(t.keyIdx))
-		for j, i := range t.keyIdx {
-			out.Key[j] = rawText(t.keyName[j] + "=" + cdc.FormatValue(ch.Row[i], t.p.st.Schema.Columns[i].Type))
-		}
+		_, out.Key = t.keyOf(ch)
 	}
 	return fmt.Errorf("sqlite sink: write %q: %w", t.p.st.Table, &out)
 }

@@ -326,9 +326,6 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 			if ordered {
 				o = pd.single.readOptions(o)
 			}
-			if o.usesTable() {
-				args = nil // no versions: no seq base
-			}
 			read := changesQuery(t, s, fp, toPos, o)
 			rn, wn, err := pd.single.run(ctx, tx, read, args, ordered, toPos.windowRows, pd.after)
 			if err != nil {

@@ -95,29 +95,17 @@ func TestPushdownFullRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := func(q string) []string {
-		t.Helper()
-		rs, err := b.Query(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, r := range rs.Rows {
-			out = append(out, cdc.FormatValue(r[0], rs.Columns[0].Type)+" "+cdc.FormatValue(r[1], rs.Columns[1].Type))
-		}
-		return out
-	}
 	// ra started empty: updates of keys it never saw insert them.
-	check(t, "pass-through merge", rows(`SELECT id, v FROM ra ORDER BY id`), []string{"1 10.00", "3 30.00", "4 4.00"})
+	check(t, "pass-through merge", tableRows(t, b, `SELECT id, v FROM ra ORDER BY id`), []string{"1 10.00", "3 30.00", "4 4.00"})
 	// Net changes in __seq order of their last log row: id 1 (k 1),
 	// id 3 (k 1), id 2 deleted (k 0), id 4 inserted (k 0): the last per k wins.
-	check(t, "computed-key merge", rows(`SELECT k, v FROM rb ORDER BY k`), []string{"0 4.00", "1 30.00"})
+	check(t, "computed-key merge", tableRows(t, b, `SELECT k, v FROM rb ORDER BY k`), []string{"0 4.00", "1 30.00"})
 	if stA.Read[cdc.OpUpdateBefore] != 1 || stA.Written[cdc.OpUpdateAfter] != 1 || stA.Written[cdc.OpInsert] != 2 || stA.Written[cdc.OpDelete] != 1 {
 		t.Errorf("pass-through stats: %+v", stA)
 	}
 	// v > 5: UPDATE_AFTER (1, 10) and INSERT (3, 30) pass; DELETE (2, 2)
 	// (its first image) and INSERT (4, 4) do not.
-	check(t, "filtered one-statement merge", rows(`SELECT id, v FROM rc ORDER BY id`), []string{"1 10.00", "3 30.00"})
+	check(t, "filtered one-statement merge", tableRows(t, b, `SELECT id, v FROM rc ORDER BY id`), []string{"1 10.00", "3 30.00"})
 	if w := map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpInsert: 1}; !maps.Equal(stC.Written, w) {
 		t.Errorf("filtered written %v, want %v", stC.Written, w)
 	}

@@ -124,8 +124,10 @@ func (pd *pushdown) compileSingle(merge func(relation string) (string, bool)) (*
 	if !pd.full || (pd.b.version != 0 && pd.b.version < sinkpg.MinMergeVersion) {
 		return nil, nil
 	}
-	_, sinkKeys, ok := keyOrder(pd.p)
-	if !ok {
+	// The merge keys, in the primary key's order: exactly the primary
+	// key passed through, so an index on them follows the read's order.
+	sinkKeys, ok := plan.PassedKeys(pd.p.Project, pd.p.Sink.Keys, pd.p.Source.TableSchema)
+	if !ok || len(sinkKeys) != len(pd.p.Sink.Keys) {
 		return nil, nil
 	}
 	filtered := pd.p.Filter != nil && pd.p.Filter.Expr != nil
@@ -197,44 +199,6 @@ func usesColumn(p *plan.Plan, name string) bool {
 			if ref.Col == i {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-// keyOrder returns the source's primary-key columns and the sink's merge
-// keys that pass them through, in the primary key's order; ok is false
-// when the merge keys are not exactly the passed-through primary key.
-func keyOrder(p *plan.Plan) (src, sink []string, ok bool) {
-	pk := p.Source.Schema.Key
-	if len(pk) == 0 || len(pk) != len(p.Sink.Keys) {
-		return nil, nil, false
-	}
-	nmeta := len(cdc.MetadataColumns)
-	for _, k := range pk {
-		found := ""
-		for _, it := range p.Project {
-			if it.Expr == nil || !containsFold(p.Sink.Keys, it.Name) {
-				continue
-			}
-			ref, isCol := it.Expr.Column()
-			if isCol && ref.Col >= nmeta && ref.Col < len(p.Source.Schema.Columns) && strings.EqualFold(p.Source.Schema.Columns[ref.Col].Name, k) {
-				found = it.Name
-				break
-			}
-		}
-		if found == "" {
-			return nil, nil, false
-		}
-		src, sink = append(src, k), append(sink, found)
-	}
-	return src, sink, true
-}
-
-func containsFold(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
 		}
 	}
 	return false

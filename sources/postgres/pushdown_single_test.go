@@ -98,20 +98,6 @@ func TestSingleCounts(t *testing.T) {
 	check(t, "t_init after the second run", tableRows(t, b, "SELECT id, v FROM t_init ORDER BY id"), []string{"1 10", "3 30", "4 4"})
 }
 
-// tableRows returns the rows of q (two columns) as "c1 c2".
-func tableRows(t *testing.T, b *Backend, q string) []string {
-	t.Helper()
-	rs, err := b.Query(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, r := range rs.Rows {
-		out = append(out, cdc.FormatValue(r[0], rs.Columns[0].Type)+" "+cdc.FormatValue(r[1], rs.Columns[1].Type))
-	}
-	return out
-}
-
 // TestPreferMergeJoin: the merge join is chosen only with an index that
 // leads with the merge keys in key order, and a window of at least a
 // quarter as many log rows as the target's estimated rows (1,000 here,
