@@ -328,7 +328,7 @@ CREATE TABLE STREAM accounts_stream ON TABLE pgbench_accounts WITH PROPERTIES ('
 		return fmt.Errorf("pgbench: %v\n%s", err, out)
 	}
 	genTime := time.Since(t0)
-	n, err := queryString(ctx, b.url(src), `SELECT count(*)::text FROM sluice.log_pgbench_accounts WHERE __op = 'A'`)
+	n, err := queryString(ctx, b.url(src), `SELECT count(*)::text FROM sluice.log_pgbench_accounts WHERE __op IN ('A', 'U')`)
 	if err != nil {
 		return err
 	}
@@ -561,7 +561,7 @@ sink: {table: replica, mode: merge, keys: [aid]`+sink+`}
 
 // handMerge is what a careful engineer writes by hand against the change
 // log (layout in sources/postgres's package doc): the last log row per key
-// decides — an 'I'nsert or 'A'fter image is upserted, a 'D'elete or
+// decides — an 'I'nsert or new ('U', 'A') image is upserted, a 'D'elete or
 // 'B'efore image (of a key-changing update) deletes — in one statement (its
 // own transaction). Then, timed separately, the consumed log rows are
 // deleted.
@@ -584,8 +584,8 @@ func handNetMerge(ctx context.Context, url string) (result, error) {
                 lead(true, 1, false) OVER k AS more, first_value(__op) OVER k AS fop,
                 first_value(bid) OVER k AS fbid, first_value(abalance) OVER k AS fab, first_value(filler) OVER k AS ffil
          FROM sluice.log_pgbench_accounts WINDOW k AS (PARTITION BY aid ORDER BY __seq)) x
-       WHERE NOT more AND (fop IN ('B', 'D') OR __op IN ('I', 'A'))
-         AND NOT (fop IN ('B', 'D') AND __op IN ('I', 'A') AND (fbid, fab, ffil) IS NOT DISTINCT FROM (bid, abalance, filler)))`, false)
+       WHERE NOT more AND (fop IN ('B', 'D') OR __op IN ('I', 'A', 'U'))
+         AND NOT (fop IN ('B', 'D') AND __op IN ('I', 'A', 'U') AND (fbid, fab, ffil) IS NOT DISTINCT FROM (bid, abalance, filler)))`, false)
 }
 
 // mergeBy times one MERGE INTO the replica USING changes (one row per key:
@@ -603,7 +603,7 @@ USING `+changes+` AS n
 ON t.aid = n.aid
 WHEN MATCHED AND n.__op IN ('D', 'B') THEN DELETE
 WHEN MATCHED THEN UPDATE SET bid = n.bid, abalance = n.abalance, filler = n.filler
-WHEN NOT MATCHED AND n.__op IN ('I', 'A') THEN INSERT (aid, bid, abalance, filler) VALUES (n.aid, n.bid, n.abalance, n.filler)`); err != nil {
+WHEN NOT MATCHED AND n.__op IN ('I', 'A', 'U') THEN INSERT (aid, bid, abalance, filler) VALUES (n.aid, n.bid, n.abalance, n.filler)`); err != nil {
 		return result{}, err
 	}
 	r := result{Seconds: time.Since(t0).Seconds()}

@@ -171,7 +171,7 @@ func run(ctx context.Context) (err error) {
 	}
 	// The capture wrote what it should: 2 images per updated row.
 	var logged int64
-	if err := conns[1].QueryRow(ctx, `SELECT count(*) FROM sluice.log_pgbench_accounts WHERE __op = 'A'`).Scan(&logged); err != nil {
+	if err := conns[1].QueryRow(ctx, `SELECT count(*) FROM sluice.log_pgbench_accounts WHERE __op IN ('A', 'U')`).Scan(&logged); err != nil {
 		return err
 	}
 

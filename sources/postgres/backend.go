@@ -149,8 +149,16 @@ CREATE TABLE IF NOT EXISTS sluice.tracking (
 	table_name  text PRIMARY KEY,
 	log_table   text NOT NULL,
 	func_name   text NOT NULL,
-	enabled_at  timestamptz NOT NULL DEFAULT now()
+	enabled_at  timestamptz NOT NULL DEFAULT now(),
+	paired_key  text[]
 );
+DO $$ BEGIN
+	-- a schema from before paired_key; checked first, so the ALTER's lock is
+	-- taken only when it is missing
+	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sluice.tracking'::regclass AND attname = 'paired_key' AND NOT attisdropped) THEN
+		ALTER TABLE sluice.tracking ADD COLUMN paired_key text[];
+	END IF;
+END $$;
 CREATE TABLE IF NOT EXISTS sluice.streams (
 	name              text PRIMARY KEY,
 	table_name        text NOT NULL,

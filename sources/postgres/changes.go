@@ -142,7 +142,7 @@ func changesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position,
 			// read point, plus images removed since, minus images added since.
 			return w + fmt.Sprintf(`,
 i AS ((SELECT %[1]s FROM %[2]s t UNION ALL SELECT %[3]s FROM w WHERE __op IN ('B', 'D'))
-      EXCEPT ALL SELECT %[3]s FROM w WHERE __op IN ('I', 'A')),
+      EXCEPT ALL SELECT %[3]s FROM w WHERE __op IN ('I', 'A', 'U')),
 u AS (SELECT 0 AS __part, 0::bigint AS __seq, %[4]s AS __ts, %[3]s FROM i
       UNION ALL SELECT 1, __seq, __ts, %[3]s FROM w WHERE __op = 'I')
 SELECT 'INSERT' AS "__change_type", %[5]sdense_rank() OVER (ORDER BY __part, __seq) AS "__commit_version",
@@ -224,7 +224,7 @@ FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 	netCTE := fmt.Sprintf(`,
 x AS (SELECT w.__seq, w.__op, %[5]s, %[4]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop%[2]s
       FROM w WINDOW __k AS (PARTITION BY %[1]s ORDER BY w.__seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
-d AS (SELECT x.__seq, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A') AS __is, %[3]s
+d AS (SELECT x.__seq, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A', 'U') AS __is, %[3]s
       FROM x WHERE NOT x.__more)`, keys, firstCols, strings.Join(fz, ", "), strings.Join(wcols, ", "), wts)
 	// Whether the last image differs from the first, on the columns other
 	// than the key (equal within a partition); a table of key columns

@@ -34,11 +34,12 @@ func TestTableImagesMatchWindowRead(t *testing.T) {
 			return fmt.Sprintf("%d.%02d", rng.IntN(5), rng.IntN(3))
 		}
 	}
+	var seq int64
 	for round := 0; round < 6; round++ {
 		var stmts []string
 		for i := 0; i < 60; i++ {
 			id := rng.IntN(25)
-			switch rng.IntN(6) {
+			switch rng.IntN(7) {
 			case 0, 1:
 				stmts = append(stmts, fmt.Sprintf(`INSERT INTO ti VALUES (%d, %s, 'x%d', 'c') ON CONFLICT (id) DO UPDATE SET v = EXCLUDED.v`, id, val(), rng.IntN(2)))
 			case 2:
@@ -49,12 +50,21 @@ func TestTableImagesMatchWindowRead(t *testing.T) {
 				stmts = append(stmts, fmt.Sprintf(`DELETE FROM ti WHERE id = %d`, id))
 			case 5:
 				stmts = append(stmts, fmt.Sprintf(`UPDATE ti SET id = %d WHERE id = %d AND NOT EXISTS (SELECT 1 FROM ti WHERE id = %d)`, 100+id, id, 100+id))
+			case 6:
+				stmts = append(stmts, fmt.Sprintf(`UPDATE ti SET s = 'y%d' WHERE id BETWEEN %d AND %d`, rng.IntN(2), id, id+3))
 			}
 		}
 		if round == 3 {
 			stmts = append(stmts, `TRUNCATE ti`, `INSERT INTO ti VALUES (1, 1, 'x0', 'c')`)
 		}
 		sqlExec(t, b, stmts...)
+		// Both kinds of new image are in the window: paired ('U', left
+		// out of the table read's sort) and of key changes ('A').
+		var ops string
+		ops, seq = logOps(t, b, "log_ti", seq)
+		if !strings.Contains(ops, "U") || !strings.Contains(ops, "A") {
+			t.Fatalf("round %d: logged %q; the test covers both 'U' and 'A'", round, ops)
+		}
 
 		s, err := b.Stream(ctx, plan.Source{Stream: "ti_s"})
 		if err != nil {

@@ -37,15 +37,28 @@
 // PROPERTIES ('change_tracking' = 'true') rewrites the function); until
 // then their jobs only poll.
 //
-// Log rows: 'I' inserted image, 'D' deleted image, 'B'/'A' the old/new
-// images of an UPDATE. Transition tables do not pair old and new rows, so
-// images are paired by primary key when changes are read: per key, the
-// first log row in a batch tells the state at the offset (B/D: present with
-// that image; I/A: absent) and the last one the state at the read point
-// (I/A: present; B/D: absent). An update that changes the key is thus a
-// DELETE of the old key plus an INSERT of the new one. Per key, __seq order
-// is commit order (row locks serialize writers; within one UPDATE the old
-// images are logged before the new ones), so first/last by __seq is right.
+// Log rows: 'I' inserted image, 'D' deleted image, 'B' the old image of
+// an UPDATE, 'U' or 'A' its new image. Transition tables do not pair old
+// and new rows, so images are paired by primary key when changes are read:
+// per key, the first log row in a batch tells the state at the offset
+// (B/D: present with that image; I/A: absent) and the last one the state
+// at the read point (I/A/U: present; B/D: absent). An update that changes
+// the key is thus a DELETE of the old key plus an INSERT of the new one.
+// Per key, __seq order is commit order (row locks serialize writers;
+// within one UPDATE the old images are logged before the new ones), so
+// first/last by __seq is right. An UPDATE statement whose new rows' keys
+// are all among its old rows' keys (one that sets no key column, the
+// common case) logs its new images as 'U': each then follows an old image
+// of its key, so a 'U' row is never a key's first row, and the read that
+// needs only first rows (tableImagesQuery) sorts the log without them,
+// about half the rows of an update. A statement that changes a key logs
+// 'A'. The function checks this with one EXCEPT of the transition tables'
+// keys per statement, under the primary key recorded in sluice.tracking
+// (paired_key) when tracking was enabled; a read uses the 'U' marks only
+// while the table's primary key is still that one (Tracked.pairsKnown),
+// and enabling tracking again under another key turns the log's 'U' rows
+// into 'A'. Logs written before the marks have only 'A' rows, which every
+// read treats like 'U' but never leaves out.
 //
 // # Offsets: snapshot batches (PgQ style)
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +19,21 @@ type Tracked struct {
 	Log     string        // log table name in schema sluice, e.g. "log_orders"
 	Func    string        // capture function name in schema sluice
 	Created string        // when tracking was enabled (text)
+	// PairedKey is the primary key under which the capture function
+	// marks an UPDATE's new images as paired ('U', see the package doc),
+	// as of the last time tracking was enabled; nil when it marks none (a
+	// table without a primary key, or a function written before pairs
+	// were marked).
+	PairedKey []string
+}
+
+// pairsKnown reports whether the log's 'U' rows are paired under the
+// table's current primary key, so a read may take every key's first log
+// row from the rows other than 'U' (tableImagesQuery). A primary key
+// redefined since tracking was enabled does not qualify until tracking is
+// enabled again.
+func (t *Tracked) pairsKnown() bool {
+	return len(t.PairedKey) > 0 && slices.Equal(t.PairedKey, t.Table.Key)
 }
 
 // LogRef returns the schema-qualified, quoted log table.
@@ -47,8 +63,8 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // tracked returns the tracking of table, ok false when it has none.
 func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (*Tracked, bool, error) {
 	var t Tracked
-	err := q.QueryRow(ctx, `SELECT log_table, func_name, enabled_at::text FROM sluice.tracking WHERE table_name = $1`, table).
-		Scan(&t.Log, &t.Func, &t.Created)
+	err := q.QueryRow(ctx, `SELECT log_table, func_name, enabled_at::text, paired_key FROM sluice.tracking WHERE table_name = $1`, table).
+		Scan(&t.Log, &t.Func, &t.Created, &t.PairedKey)
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
 		return nil, false, nil
 	}
@@ -111,10 +127,12 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, sinkpg.Quote(table)).Scan(&qualified); err != nil {
 			return err
 		}
-		t := &Tracked{Table: tab, Log: objectName("log_", table), Func: objectName("cap_", table)}
-		if old, ok, err := b.tracked(ctx, tx, table); err != nil {
+		t := &Tracked{Table: tab, Log: objectName("log_", table), Func: objectName("cap_", table), PairedKey: tab.Key}
+		old, tracked, err := b.tracked(ctx, tx, table)
+		if err != nil {
 			return err
-		} else if ok {
+		}
+		if tracked {
 			t.Log, t.Func = old.Log, old.Func
 		}
 		for _, s := range trackingDDL(t, qualified) {
@@ -122,8 +140,20 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 				return fmt.Errorf("%w (in: %s)", err, firstLine(s))
 			}
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name) VALUES ($1, $2, $3)
-			ON CONFLICT (table_name) DO NOTHING`, table, t.Log, t.Func)
+		if tracked && len(old.PairedKey) > 0 && !slices.Equal(old.PairedKey, t.PairedKey) {
+			// The 'U' rows logged so far are paired under the old key:
+			// unmark them, so every 'U' row in the log is paired under
+			// tracking.paired_key.
+			if _, err := tx.Exec(ctx, `UPDATE `+t.LogRef()+` SET __op = 'A' WHERE __op = 'U'`); err != nil {
+				return err
+			}
+		}
+		var paired []string // NULL for a table without a primary key
+		if len(t.PairedKey) > 0 {
+			paired = t.PairedKey
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key`, table, t.Log, t.Func, paired)
 		return err
 	}), "enable change tracking on %s", sinkpg.Quote(table))
 }
@@ -148,6 +178,22 @@ func trackingDDL(t *Tracked, qualified string) []string {
 		cols = append(cols, sinkpg.Quote(c.Name))
 	}
 	cl := strings.Join(cols, ", ")
+	// An UPDATE's new images are 'U' (paired: each has an old image of
+	// the same key earlier in the statement) when no new key is missing
+	// from the old keys, else 'A', decided once per statement by an
+	// InitPlan inside the one INSERT. EXCEPT hashes or sorts whatever plan
+	// PL/pgSQL caches for the transition tables' sizes; a join could be
+	// cached as a nested loop from one-row statements and turn a bulk
+	// UPDATE quadratic. Measured against the function without the check
+	// (PostgreSQL 15, pgbench scale 10, alternating): pgbench tpcb-like TPS
+	// the same within the runs' noise, a 100,000-row UPDATE 0.80 s
+	// against 0.72 s.
+	newOp := `'A'`
+	if keys := t.PairedKey; len(keys) > 0 {
+		kl := sinkpg.QuoteList("", keys)
+		newOp = fmt.Sprintf(`(SELECT CASE WHEN EXISTS (SELECT %[1]s FROM sluice_new EXCEPT SELECT %[1]s FROM sluice_old) THEN 'A' ELSE 'U' END)`, kl)
+	}
+	update := fmt.Sprintf(`INSERT INTO %[1]s (__op, %[2]s) SELECT 'B'::"char", %[2]s FROM sluice_old UNION ALL SELECT %[3]s::"char", %[2]s FROM sluice_new;`, log, cl, newOp)
 	out := []string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 	__seq  bigserial NOT NULL,
@@ -173,7 +219,7 @@ BEGIN
 	IF TG_OP = 'INSERT' THEN
 		INSERT INTO %[2]s (__op, %[3]s) SELECT 'I', %[3]s FROM sluice_new;
 	ELSIF TG_OP = 'UPDATE' THEN
-		INSERT INTO %[2]s (__op, %[3]s) SELECT 'B', %[3]s FROM sluice_old UNION ALL SELECT 'A', %[3]s FROM sluice_new;
+		%[6]s
 	ELSIF TG_OP = 'DELETE' THEN
 		INSERT INTO %[2]s (__op, %[3]s) SELECT 'D', %[3]s FROM sluice_old;
 	ELSIF TG_OP = 'TRUNCATE' THEN
@@ -185,7 +231,7 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END
-$sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name))))
+$sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name)), update))
 	for _, name := range triggerNames {
 		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))
 	}

@@ -1,0 +1,181 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/plan"
+)
+
+// logOps returns the __op of the log rows of table logged after seq, in
+// __seq order, and the highest __seq.
+func logOps(t *testing.T, b *Backend, log string, after int64) (string, int64) {
+	t.Helper()
+	var ops string
+	var top int64
+	err := b.pool.QueryRow(context.Background(), fmt.Sprintf(
+		`SELECT coalesce(string_agg(__op::text, '' ORDER BY __seq), ''), coalesce(max(__seq), $1) FROM sluice.%s WHERE __seq > $1`, log), after).Scan(&ops, &top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops, top
+}
+
+// bothReads reads stream name's net changes (one row per key, without
+// versions) by the window read and by the read from the table, in one
+// snapshot, as sorted text, and consumes them.
+func bothReads(t *testing.T, b *Backend, name string) (window, table []string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := b.Stream(ctx, plan.Source{Stream: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		tr, fp, to, err := b.readPoint(ctx, tx, s, s.Offset)
+		if err != nil {
+			return err
+		}
+		if window, err = netRows(ctx, tx, changesQuery(tr, s, fp, to, queryOptions{afterOnly: true, base: literalBase(to)})); err != nil {
+			return err
+		}
+		if table, err = netRows(ctx, tx, changesQuery(tr, s, fp, to, queryOptions{afterOnly: true, fromTable: true, keyOrdered: true})); err != nil {
+			return err
+		}
+		return b.advance(ctx, tx, s, s.Offset, to.Offset())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return window, table
+}
+
+// netDiff is the STANDARD net change, one row per key as netRows renders
+// it, between two states of a table of (id, v) rows, computed from the
+// states alone.
+func netDiff(before, after map[int]string) []string {
+	var out []string
+	for k, v := range after {
+		if old, ok := before[k]; !ok {
+			out = append(out, fmt.Sprintf("INSERT %d %s", k, v))
+		} else if old != v {
+			out = append(out, fmt.Sprintf("UPDATE_AFTER %d %s", k, v))
+		}
+	}
+	for k, v := range before {
+		if _, ok := after[k]; !ok {
+			out = append(out, fmt.Sprintf("DELETE %d %s", k, v))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestUpdatePairMarks: an UPDATE whose new keys are all among its old
+// keys logs its new images as 'U', one that changes the key set logs 'A'
+// (the package doc), and the read that leaves 'U' rows out of its sort
+// (tableImagesQuery) returns the net changes computed from the table's
+// states, including a swap of two keys in one statement.
+func TestUpdatePairMarks(t *testing.T) {
+	b, _ := openDB(t)
+	sqlExec(t, b,
+		`CREATE TABLE pm (id int PRIMARY KEY DEFERRABLE INITIALLY IMMEDIATE, v text)`,
+		`INSERT INTO pm VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')`)
+	track(t, b, "pm")
+	mkStream(t, b, "pm_s", "pm", dsl.ModeStandard, false)
+	before := map[int]string{1: "a", 2: "b", 3: "c", 4: "d", 5: "e"}
+	var seq int64
+	for _, c := range []struct {
+		stmt, ops string
+	}{
+		{`UPDATE pm SET id = CASE id WHEN 1 THEN 2 ELSE 1 END WHERE id IN (1, 2)`, "BBUU"}, // a swap: same key set
+		{`UPDATE pm SET v = 'x' WHERE id = 4`, "BU"},
+		{`UPDATE pm SET v = v WHERE id = 4`, "BU"},
+		{`UPDATE pm SET id = 10 WHERE id = 3`, "BA"},
+		{`UPDATE pm SET id = id + 1 WHERE id IN (4, 5)`, "BBAA"}, // new key 6
+		{`UPDATE pm SET v = 'y' WHERE false`, ""},
+		{`INSERT INTO pm VALUES (7, 'g')`, "I"},
+		{`DELETE FROM pm WHERE id = 7`, "D"},
+	} {
+		sqlExec(t, b, c.stmt)
+		var ops string
+		ops, seq = logOps(t, b, "log_pm", seq)
+		if ops != c.ops {
+			t.Errorf("%s: logged %q, want %q", c.stmt, ops, c.ops)
+		}
+	}
+	after := map[int]string{1: "b", 2: "a", 5: "x", 6: "e", 10: "c"}
+	want := netDiff(before, after)
+	window, table := bothReads(t, b, "pm_s")
+	check(t, "window read", window, want)
+	check(t, "read from the table", table, want)
+
+	// A table without a primary key marks no pairs.
+	sqlExec(t, b, `CREATE TABLE nk (id int, v text)`, `INSERT INTO nk VALUES (1, 'a')`)
+	track(t, b, "nk")
+	sqlExec(t, b, `UPDATE nk SET v = 'b'`)
+	if ops, _ := logOps(t, b, "log_nk", 0); ops != "BA" {
+		t.Errorf("UPDATE of a table without a primary key logged %q, want %q", ops, "BA")
+	}
+}
+
+// TestPairedKeyRedefined: after the primary key is redefined, a read no
+// longer relies on the 'U' marks (made under the old key), so an update
+// that keeps the old key and changes the new one is still a DELETE plus
+// an INSERT; enabling tracking again pairs under the new key and unmarks
+// the log's old 'U' rows.
+func TestPairedKeyRedefined(t *testing.T) {
+	b, _ := openDB(t)
+	ctx := context.Background()
+	sqlExec(t, b,
+		`CREATE TABLE rk (id int PRIMARY KEY, code int NOT NULL UNIQUE, v text)`,
+		`INSERT INTO rk VALUES (1, 11, 'a'), (2, 12, 'b')`)
+	track(t, b, "rk")
+	mkStream(t, b, "rk_s", "rk", dsl.ModeStandard, false)
+	pairs := func() bool {
+		t.Helper()
+		tr, ok, err := b.tracked(ctx, b.pool, "rk")
+		if err != nil || !ok {
+			t.Fatalf("tracked: %v %v", ok, err)
+		}
+		return tr.pairsKnown()
+	}
+	if !pairs() {
+		t.Fatal("pairs not known right after tracking was enabled")
+	}
+	sqlExec(t, b,
+		`ALTER TABLE rk DROP CONSTRAINT rk_pkey`, `ALTER TABLE rk ADD PRIMARY KEY (code)`,
+		// id stays, code (the new key) changes: logged as a pair ('U')
+		// under the old key.
+		`UPDATE rk SET code = 21 WHERE id = 1`)
+	if ops, _ := logOps(t, b, "log_rk", 0); ops != "BU" {
+		t.Fatalf("logged %q, want %q (paired under the old key)", ops, "BU")
+	}
+	if pairs() {
+		t.Fatal("pairs known under a redefined primary key")
+	}
+	// Rows rendered as netRows does: change type, then code, id, v in the
+	// table's column order (id, code, v).
+	want := []string{"DELETE 1 11 a", "INSERT 1 21 a"}
+	window, table := bothReads(t, b, "rk_s")
+	check(t, "window read", window, want)
+	check(t, "read from the table", table, want)
+
+	sqlExec(t, b, `UPDATE rk SET v = 'c' WHERE code = 12`)
+	track(t, b, "rk")
+	if !pairs() {
+		t.Fatal("pairs not known after tracking was enabled again")
+	}
+	if ops, _ := logOps(t, b, "log_rk", 0); ops != "BABA" {
+		t.Errorf("after enabling again the log holds %q, want %q (old pairs unmarked)", ops, "BABA")
+	}
+	sqlExec(t, b, `UPDATE rk SET v = 'd' WHERE code = 21`)
+	want = []string{"UPDATE_AFTER 1 21 d", "UPDATE_AFTER 2 12 c"}
+	window, table = bothReads(t, b, "rk_s")
+	check(t, "window read after enabling again", window, want)
+	check(t, "read from the table after enabling again", table, want)
+}
