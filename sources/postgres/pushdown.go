@@ -197,11 +197,8 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	// the apply, then the checkpoint (exactly what Run executes).
 	pd.steps = append(pd.steps, pd.sink.AttachSteps()...)
 	if pd.single != nil {
-		o, ordered := queryOptions{base: readBase(seqVersioned(s, fp) && !pd.noVersions()), afterOnly: pd.after}, keyOrderable(s, fp)
-		if ordered {
-			o = pd.single.readOptions(o)
-		}
-		pd.steps = append(pd.steps, pd.single.steps(changesQuery(tr, s, fp, to, o), ordered)...)
+		o := pd.singleOptions(s, fp, readBase(seqVersioned(s, fp) && !pd.noVersions()))
+		pd.steps = append(pd.steps, pd.single.steps(changesQuery(tr, s, fp, to, o), o)...)
 	} else {
 		pd.steps = append(pd.steps,
 			read,
@@ -322,12 +319,9 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 			args = append(args, toPos.seqBase)
 		}
 		if pd.single != nil {
-			o, ordered := queryOptions{base: readBase(seqBase), afterOnly: pd.after}, keyOrderable(s, fp)
-			if ordered {
-				o = pd.single.readOptions(o)
-			}
+			o := pd.singleOptions(s, fp, readBase(seqBase))
 			read := changesQuery(t, s, fp, toPos, o)
-			rn, wn, err := pd.single.run(ctx, tx, read, args, ordered, toPos.windowRows, pd.after)
+			rn, wn, err := pd.single.run(ctx, tx, read, args, o, toPos.windowRows)
 			if err != nil {
 				return runner.Stats{}, none, none, b.wrap(err, "read table stream %s and merge into %s", s.Name, sinkpg.Quote(pd.p.Sink.Table))
 			}
@@ -376,6 +370,17 @@ func (pd *pushdown) finish(ctx context.Context, tx pgx.Tx, stx *sinkpg.Tx, job s
 		return runner.Stats{}, none, none, err
 	}
 	return stats, from, to, nil
+}
+
+// singleOptions are the options of the one statement's read from fp
+// with seq base base (readBase): single.readOptions where keyOrderable
+// allows them.
+func (pd *pushdown) singleOptions(s *runner.StreamInfo, fp *Position, base string) queryOptions {
+	o := queryOptions{base: base, afterOnly: pd.after}
+	if keyOrderable(s, fp) {
+		o = pd.single.readOptions(o)
+	}
+	return o
 }
 
 // readBase is the seq base of a read as a bound parameter ($1), or ""

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -66,6 +67,15 @@ func TestSingleCounts(t *testing.T) {
 			}
 			if fromTable := single.noVersion && single.noTimestamp; fromTable == (tc.stream == "sc_ver") {
 				t.Errorf("read from the table = %v for filter %q", fromTable, tc.filter)
+			}
+			// The sort runs' work_mem goes with the merge join over the read
+			// from the table only (the initial rows are not key-ordered).
+			var steps []string
+			for _, st := range pd.Steps() {
+				steps = append(steps, st.SQL)
+			}
+			if got, want := strings.Contains(strings.Join(steps, "\n"), sortRunSQL), tc.stream != "sc_ver" && tc.stream != "sc_init"; got != want {
+				t.Errorf("plan sets %q: %v, want %v", sortRunSQL, got, want)
 			}
 			st, _, _, err := pd.Run(ctx, "job_"+tc.stream)
 			if err != nil {
