@@ -33,6 +33,7 @@ const (
 	// its Waker).
 	EventIdle EventKind = "idle"
 	// EventStopped: a permanent failure stopped the job; Err says why.
+	// It follows the failed run's EventDone: the job is no longer running.
 	EventStopped EventKind = "stopped"
 	// EventShutdown: Shutdown began; no new runs start.
 	EventShutdown EventKind = "shutdown"
@@ -52,11 +53,12 @@ type Event struct {
 
 // outcome is the end of one attempt or of a retried execution.
 type outcome struct {
-	status Status
-	run    *Run // the recorded run; nil when nothing ran
-	locked bool // someone else holds the lock: nothing ran
-	moved  bool // committed and the offset or rows moved
-	err    error
+	status  Status
+	run     *Run // the recorded run; nil when nothing ran
+	locked  bool // someone else holds the lock: nothing ran
+	moved   bool // committed and the offset or rows moved
+	stopped bool // the failure stopped the job (stopJob)
+	err     error
 }
 
 // timedLoop fires a cron or @every job on its schedule until ctx ends.
@@ -187,6 +189,7 @@ func (s *Server) execute(ctx context.Context, e *entry, st *state) outcome {
 			continue
 		case StatusFailed:
 			s.stopJob(e, st, out.err)
+			out.stopped = true
 		}
 		return out
 	}
@@ -281,20 +284,26 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 }
 
 // emitDone reports the end of an execution, after the job's running mark
-// is cleared: EventDone for a run, EventSkipped (reason "locked") for an
-// execution that found the job's lock held by another process. Reporting
-// the skip here rather than where the lock was refused means an observer
-// of either event finds the job no longer running.
+// is cleared: EventDone for a run, then EventStopped when its failure
+// stopped the job, or EventSkipped (reason "locked") for an execution that
+// found the job's lock held by another process. Reporting these here
+// rather than where they happened means an observer of any of them finds
+// the job no longer running (a reload right after EventStopped would
+// otherwise find the stopped run still marked and skip its first fire).
 func (s *Server) emitDone(name string, out outcome) {
 	switch {
 	case out.run != nil:
 		s.emit(Event{Kind: EventDone, Job: name, Run: out.run, Err: out.err})
+		if out.stopped {
+			s.emit(Event{Kind: EventStopped, Job: name, Err: out.err})
+		}
 	case out.locked:
 		s.emit(Event{Kind: EventSkipped, Job: name, Reason: "locked"})
 	}
 }
 
-// stopJob stops a job after a permanent failure, leaving the others.
+// stopJob stops a job after a permanent failure, leaving the others;
+// emitDone reports it (EventStopped) once the run is no longer marked.
 func (s *Server) stopJob(e *entry, st *state, err error) {
 	name := e.job.Name
 	st.mu.Lock()
@@ -302,7 +311,6 @@ func (s *Server) stopJob(e *entry, st *state, err error) {
 	st.mu.Unlock()
 	s.metrics.SetStopped(name, true)
 	s.log.Error("job stopped after a permanent failure; fix it and reload (SIGHUP)", "job", name, "err", err)
-	s.emit(Event{Kind: EventStopped, Job: name, Err: err})
 	s.mu.Lock()
 	s.stopEntry(e)
 	s.mu.Unlock()
