@@ -16,6 +16,12 @@ type Clock interface {
 	// NewTimer returns a timer that delivers the time on its channel once,
 	// d after now (immediately for d <= 0).
 	NewTimer(d time.Duration) Timer
+	// NewTimerAt returns a timer that delivers the time on its channel
+	// once, when the clock reaches t (immediately when t is not after
+	// now). A schedule's fire times are instants: a relative timer
+	// computed from a Now read earlier fires late by however much time
+	// passed in between.
+	NewTimerAt(t time.Time) Timer
 }
 
 // Timer is a one-shot timer of a Clock.
@@ -33,6 +39,7 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time                 { return time.Now() }
 func (systemClock) NewTimer(d time.Duration) Timer { return sysTimer{time.NewTimer(d)} }
+func (systemClock) NewTimerAt(t time.Time) Timer   { return sysTimer{time.NewTimer(time.Until(t))} }
 
 type sysTimer struct{ t *time.Timer }
 
@@ -65,8 +72,21 @@ func (c *FakeClock) Now() time.Time {
 func (c *FakeClock) NewTimer(d time.Duration) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
-	if d <= 0 {
+	return c.timerAt(c.now.Add(d))
+}
+
+// NewTimerAt returns a timer firing when the fake time reaches at.
+func (c *FakeClock) NewTimerAt(at time.Time) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.timerAt(at)
+}
+
+// timerAt adds a timer due at at, or fires it now when at is not after
+// the fake time; c.mu is held.
+func (c *FakeClock) timerAt(at time.Time) Timer {
+	t := &fakeTimer{c: c, at: at, ch: make(chan time.Time, 1)}
+	if !at.After(c.now) {
 		t.ch <- c.now
 		return t
 	}

@@ -73,7 +73,7 @@ func (s *Server) timedLoop(ctx context.Context, e *entry, st *state) {
 			return
 		}
 		st.setNext(next)
-		t := s.clock.NewTimer(next.Sub(s.clock.Now()))
+		t := s.clock.NewTimerAt(next)
 		s.emit(Event{Kind: EventScheduled, Job: name, Next: next})
 		select {
 		case <-ctx.Done():

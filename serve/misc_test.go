@@ -287,3 +287,33 @@ func TestPGWaker(t *testing.T) {
 		t.Fatal("no wake-up after NOTIFY")
 	}
 }
+
+// TestFakeClockTimerAt: a timer for an instant fires when the fake time
+// reaches it, however the time moved after the timer was made, and at
+// once for an instant already passed.
+func TestFakeClockTimerAt(t *testing.T) {
+	clock := NewFakeClock(t0)
+	at := t0.Add(10 * time.Second)
+	tm := clock.NewTimerAt(at)
+	clock.Advance(2 * time.Second) // moved after the timer was made
+	clock.Set(at.Add(-time.Millisecond))
+	select {
+	case got := <-tm.C():
+		t.Fatalf("fired at %v, before %v", got, at)
+	default:
+	}
+	clock.Set(at)
+	select {
+	case got := <-tm.C():
+		if !got.Equal(at) {
+			t.Errorf("fired with %v, want %v", got, at)
+		}
+	default:
+		t.Fatalf("not fired at %v", at)
+	}
+	select {
+	case <-clock.NewTimerAt(t0).C():
+	default:
+		t.Error("a timer for a passed instant did not fire at once")
+	}
+}
