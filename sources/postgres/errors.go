@@ -34,6 +34,9 @@ var (
 	// ErrTableChanged is a tracked table whose columns changed since
 	// tracking was enabled.
 	ErrTableChanged = errors.New("tracked table changed since change tracking was enabled")
+	// ErrKeyNotLogged is enabling change tracking again under a primary
+	// key that changes still in the change log have no value for.
+	ErrKeyNotLogged = errors.New("pending changes in the change log lack the new primary key")
 )
 
 // secretError hides a password that a driver error may contain.

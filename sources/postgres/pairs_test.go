@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -123,11 +125,26 @@ func TestUpdatePairMarks(t *testing.T) {
 	}
 }
 
-// TestPairedKeyRedefined: after the primary key is redefined, a read no
-// longer relies on the 'U' marks (made under the old key), so an update
-// that keeps the old key and changes the new one is still a DELETE plus
-// an INSERT; enabling tracking again pairs under the new key and unmarks
-// the log's old 'U' rows.
+// readErr is the error of describing stream name or taking its read
+// point (nil when the stream can be read).
+func readErr(t *testing.T, b *Backend, name string) error {
+	t.Helper()
+	ctx := context.Background()
+	s, err := b.Stream(ctx, plan.Source{Stream: name})
+	if err != nil {
+		return err
+	}
+	return pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		_, _, _, err := b.readPoint(ctx, tx, s, s.Offset)
+		return err
+	})
+}
+
+// TestPairedKeyRedefined: after the primary key is redefined, reads stop
+// (the 'U' marks were made under the old key) until tracking is enabled
+// again, which pairs under the new key and unmarks the log's old 'U'
+// rows: an update that kept the old key and changed the new one is then
+// read as a DELETE plus an INSERT.
 func TestPairedKeyRedefined(t *testing.T) {
 	b, _ := openDB(t)
 	ctx := context.Background()
@@ -158,24 +175,76 @@ func TestPairedKeyRedefined(t *testing.T) {
 	if pairs() {
 		t.Fatal("pairs known under a redefined primary key")
 	}
-	// Rows rendered as netRows does: change type, then code, id, v in the
-	// table's column order (id, code, v).
+	if err := readErr(t, b, "rk_s"); !errors.Is(err, ErrTableChanged) {
+		t.Fatalf("read under a redefined primary key: %v, want ErrTableChanged", err)
+	}
+
+	track(t, b, "rk")
+	if !pairs() {
+		t.Fatal("pairs not known after tracking was enabled again")
+	}
+	if ops, _ := logOps(t, b, "log_rk", 0); ops != "BA" {
+		t.Errorf("after enabling again the log holds %q, want %q (old pairs unmarked)", ops, "BA")
+	}
+	// Rows rendered as netRows does, in the table's column order (id,
+	// code, v).
 	want := []string{"DELETE 1 11 a", "INSERT 1 21 a"}
 	window, table := bothReads(t, b, "rk_s")
 	check(t, "window read", window, want)
 	check(t, "read from the table", table, want)
 
-	sqlExec(t, b, `UPDATE rk SET v = 'c' WHERE code = 12`)
-	track(t, b, "rk")
-	if !pairs() {
-		t.Fatal("pairs not known after tracking was enabled again")
-	}
-	if ops, _ := logOps(t, b, "log_rk", 0); ops != "BABA" {
-		t.Errorf("after enabling again the log holds %q, want %q (old pairs unmarked)", ops, "BABA")
-	}
 	sqlExec(t, b, `UPDATE rk SET v = 'd' WHERE code = 21`)
-	want = []string{"UPDATE_AFTER 1 21 d", "UPDATE_AFTER 2 12 c"}
+	if ops, _ := logOps(t, b, "log_rk", 2); ops != "BU" {
+		t.Errorf("an update under the new key logged %q, want %q", ops, "BU")
+	}
+	want = []string{"UPDATE_AFTER 1 21 d"}
 	window, table = bothReads(t, b, "rk_s")
 	check(t, "window read after enabling again", window, want)
 	check(t, "read from the table after enabling again", table, want)
+}
+
+// TestKeyNotLoggedRefused: moving the primary key to a column added to
+// the table after changes still pending in the log were logged is
+// refused when tracking is enabled again (read under the new key, those
+// changes would all fall on one NULL key), and changes nothing; once the
+// streams have read them under the old key, the new key is accepted.
+func TestKeyNotLoggedRefused(t *testing.T) {
+	b, _ := openDB(t)
+	ctx := context.Background()
+	sqlExec(t, b, `CREATE TABLE nl (id int PRIMARY KEY, v text)`, `INSERT INTO nl VALUES (1, 'a'), (2, 'b')`)
+	track(t, b, "nl")
+	mkStream(t, b, "nl_s", "nl", dsl.ModeStandard, false)
+	toNewKey := []string{`ALTER TABLE nl DROP CONSTRAINT nl_pkey`, `ALTER TABLE nl ADD PRIMARY KEY (c2)`}
+	sqlExec(t, b, `UPDATE nl SET v = 'x' WHERE id = 1`, // pending, logged without c2
+		`ALTER TABLE nl ADD COLUMN c2 text`, `UPDATE nl SET c2 = 'n' || id`, `ALTER TABLE nl ALTER COLUMN c2 SET NOT NULL`)
+	sqlExec(t, b, toNewKey...)
+	err := b.EnableTracking(ctx, "nl")
+	if !errors.Is(err, ErrKeyNotLogged) || !strings.Contains(err.Error(), "(c2)") {
+		t.Fatalf("enable tracking under a key the pending changes lack: %v, want ErrKeyNotLogged naming (c2)", err)
+	}
+	tr, _, err := b.tracked(ctx, b.pool, "nl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tr.PairedKey, []string{"id"}) {
+		t.Errorf("paired key after the refusal %v, want [id] (nothing changed)", tr.PairedKey)
+	}
+	if err := readErr(t, b, "nl_s"); !errors.Is(err, ErrTableChanged) {
+		t.Errorf("read after the refusal: %v, want ErrTableChanged", err)
+	}
+
+	// Back to the old key: tracking takes c2 as a column, the stream
+	// reads its pending change.
+	sqlExec(t, b, `ALTER TABLE nl DROP CONSTRAINT nl_pkey`, `ALTER TABLE nl ADD PRIMARY KEY (id)`)
+	track(t, b, "nl")
+	if window, _ := bothReads(t, b, "nl_s"); len(window) != 1 {
+		t.Fatalf("pending changes read under the old key: %q, want one", window)
+	}
+	sqlExec(t, b, toNewKey...)
+	track(t, b, "nl")
+	sqlExec(t, b, `UPDATE nl SET v = 'y' WHERE c2 = 'n2'`)
+	want := []string{"UPDATE_AFTER 2 y n2"}
+	window, table := bothReads(t, b, "nl_s")
+	check(t, "window read under the new key", window, want)
+	check(t, "read from the table under the new key", table, want)
 }

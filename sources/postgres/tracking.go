@@ -101,6 +101,48 @@ func (b *Backend) checkLog(ctx context.Context, q sinkpg.Querier, t *Tracked) er
 				ErrTableChanged, sinkpg.Quote(c.Name), sinkpg.Quote(t.Table.Name), c.PGType, t.Table.Name)
 		}
 	}
+	// The capture pairs images under the primary key recorded when
+	// tracking was enabled (nil: recorded by an earlier sluice, unknown).
+	if len(t.PairedKey) > 0 && !slices.Equal(t.PairedKey, t.Table.Key) {
+		return fmt.Errorf("%w: the primary key of %s is (%s), not (%s) as when change tracking was enabled; run ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true') again",
+			ErrTableChanged, sinkpg.Quote(t.Table.Name), strings.Join(t.Table.Key, ", "), strings.Join(t.PairedKey, ", "), t.Table.Name)
+	}
+	return nil
+}
+
+// checkPendingKeys refuses a primary key that some change in the log,
+// not yet read by every stream on the table, has no value for: a key
+// column added to the table (and to the log) after those changes were
+// logged, or a column that was NULL in their images. Read under the new
+// key, they would all fall on one NULL key. tx holds the tracking lock;
+// the log has the table's columns.
+func checkPendingKeys(ctx context.Context, tx pgx.Tx, t *Tracked) error {
+	if len(t.Table.Key) == 0 {
+		return nil
+	}
+	pending, known, err := unconsumedSQL(ctx, tx, t.Table.Name)
+	if err != nil {
+		return err
+	}
+	if known && pending == "" {
+		return nil // no stream: no change is needed
+	}
+	var nulls []string
+	for _, k := range t.Table.Key {
+		nulls = append(nulls, sinkpg.Quote(k)+" IS NULL")
+	}
+	cond := "(" + strings.Join(nulls, " OR ") + ")"
+	if pending != "" {
+		cond = "(" + pending + ") AND " + cond
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s`, t.LogRef(), cond)).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("%w: %d change-log row(s) in sluice.%s that the streams on %s have not read have no value for the primary key (%s); nothing was changed. Read them under the old primary key first (restore it, enable tracking again, run the jobs of every stream on %s), then change the key; or drop and recreate those streams and backfill their targets",
+			ErrKeyNotLogged, n, sinkpg.Quote(t.Log), sinkpg.Quote(t.Table.Name), strings.Join(t.Table.Key, ", "), t.Table.Name)
+	}
 	return nil
 }
 
@@ -138,6 +180,11 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 		for _, s := range trackingDDL(t, qualified) {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return fmt.Errorf("%w (in: %s)", err, firstLine(s))
+			}
+		}
+		if tracked && !slices.Equal(old.PairedKey, t.PairedKey) {
+			if err := checkPendingKeys(ctx, tx, t); err != nil {
+				return err
 			}
 		}
 		if tracked && len(old.PairedKey) > 0 && !slices.Equal(old.PairedKey, t.PairedKey) {
