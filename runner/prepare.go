@@ -339,6 +339,9 @@ func warnings(p *plan.Plan) []string {
 	if p.Sink.Mode == plan.ModeMerge && p.Filter != nil && slices.Contains(p.Filter.Dropped, cdc.OpDelete) && p.Sink.Merge == nil {
 		out = append(out, "merge sink never sees DELETE changes: deleted source rows stay in the target")
 	}
+	if w := mergeKeysWarning(p); w != "" {
+		out = append(out, w)
+	}
 	if p.Sink.Mode == plan.ModeOverwrite {
 		out = append(out, fmt.Sprintf("mode overwrite: each run replaces the rows of %s with that run's rows; a run with no pending changes leaves it empty", p.Sink.Table))
 	}
@@ -352,6 +355,23 @@ func warnings(p *plan.Plan) []string {
 		out = append(out, "stdout sink: rows are printed, nothing is consumed (the offset does not move)")
 	}
 	return out
+}
+
+// mergeKeysWarning returns the warning of a merge (not a SQL MERGE) of a
+// STANDARD stream on a table with a primary key whose merge keys are not
+// exactly that key passed through (plan.PassedKeys): an update that gives
+// a source row other merge-key values arrives as an UPDATE_AFTER of the
+// same source key, which the merge upserts under the new merge key,
+// leaving the row under the old one; "" otherwise.
+func mergeKeysWarning(p *plan.Plan) string {
+	if p.Sink.Mode != plan.ModeMerge || p.Sink.Merge != nil || p.Source.Mode != dsl.ModeStandard || len(p.Source.TableSchema.Key) == 0 {
+		return ""
+	}
+	if passed, ok := plan.PassedKeys(p.Project, p.Sink.Keys, p.Source.TableSchema); ok && len(passed) == len(p.Sink.Keys) {
+		return ""
+	}
+	return fmt.Sprintf("merge keys (%s) are not the source's primary key (%s) passed through: an update that changes a row's merge-key values writes the row under the new values and leaves the one under the old values in %s",
+		strings.Join(p.Sink.Keys, ", "), strings.Join(p.Source.TableSchema.Key, ", "), p.Sink.Table)
 }
 
 // filtersValues reports whether p's filter reads a column other than

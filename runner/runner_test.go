@@ -355,3 +355,48 @@ func TestRelativeSQLitePathIsRelativeToJobFile(t *testing.T) {
 		t.Fatalf("replica next to the job file has %s rows, want the 4 seed changes", got[0][0])
 	}
 }
+
+// TestPlanWarnsForMergeKeys: a merge whose keys are not the source's
+// primary key passed through warns that an update of a merge-key column
+// leaves the old row; the run shows that it does.
+func TestPlanWarnsForMergeKeys(t *testing.T) {
+	const warn = "are not the source's primary key (id) passed through"
+	for _, tc := range []struct {
+		name, sel, keys string
+		warns           bool
+	}{
+		{"primary key", "[id, name, amount]", "[id]", false},
+		{"primary key renamed", "[id AS order_id, name]", "[order_id]", false},
+		{"another column", "[id, name, amount]", "[name]", true},
+		{"primary key and more", "[id, name, amount]", "[id, name]", true},
+		{"computed from the key", "[id % 2 AS k, amount]", "[k]", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.sql("", seedSetup)
+			j := e.job("j.yaml", "source: orders_stream\nselect: "+tc.sel+"\nsink: {table: t, mode: merge, keys: "+tc.keys+"}\n")
+			p, err := e.r.Plan(context.Background(), j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(strings.Join(p.Plan.Warnings, "\n"), warn); got != tc.warns {
+				t.Errorf("warns %v, want %v: %q", got, tc.warns, p.Plan.Warnings)
+			}
+		})
+	}
+
+	// What the warning says, keyed on name: renaming a row leaves the
+	// row under its old name.
+	e := newEnv(t)
+	e.sql("", seedSetup)
+	j := e.job("j.yaml", "source: orders_stream\nselect: [id, name]\nsink: {table: t, mode: merge, keys: [name]}\n")
+	for _, change := range []string{"UPDATE orders SET amount = 1 WHERE id = 1", "UPDATE orders SET name = 'Alicia' WHERE id = 1"} {
+		e.sql("", change)
+		if _, err := e.run(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := e.rows("", "SELECT id, name FROM t ORDER BY name"), "[[1 Alice] [1 Alicia]]"; got != want {
+		t.Errorf("target %s, want %s", got, want)
+	}
+}
