@@ -58,6 +58,15 @@ type ApplyOptions struct {
 	// MERGEs the relation's rows other than UPDATE_BEFORE directly (one
 	// pass each). Ignored with Partial and for other modes.
 	FullRows bool
+	// CountIdle, when set, is an SQL condition with a side effect (a
+	// nextval() > 0) that the MERGE evaluates exactly once for each row
+	// of the relation none of its actions takes: a DELETE of a key the
+	// target does not have, and, when the target has only key columns, a
+	// matched row other than a DELETE. The MERGE's row count plus the
+	// rows so counted is then the relation's row count. For a caller
+	// that counts the changes inside the MERGE's own statement
+	// (pushdown); PostgreSQL 15+ only.
+	CountIdle string
 	// Analyze tells that relation is a table the caller filled (the
 	// staging table): with FullRows the merge ANALYZEs it first, so the
 	// planner sizes the MERGE's join by the rows staged rather than a
@@ -300,9 +309,19 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 		if len(sets) > 0 {
 			update = "\nWHEN MATCHED THEN UPDATE SET " + strings.Join(sets, ", ")
 		}
+		idle := ""
+		if opt.CountIdle != "" {
+			// Last in each kind: reached only by rows no other clause took
+			// (after an unconditional UPDATE no MATCHED clause may follow,
+			// and none is needed).
+			if update == "" {
+				idle += "\nWHEN MATCHED AND " + opt.CountIdle + " THEN DO NOTHING"
+			}
+			idle += "\nWHEN NOT MATCHED AND " + opt.CountIdle + " THEN DO NOTHING"
+		}
 		a.add(kindExec, "apply the net changes with one MERGE (DELETE deletes; INSERT/UPDATE_AFTER upsert)",
-			fmt.Sprintf("MERGE INTO %s AS __t USING %s AS __n ON %s\nWHEN MATCHED AND __n.%s = 'DELETE' THEN DELETE%s\nWHEN NOT MATCHED AND __n.%s <> 'DELETE' THEN INSERT (%s) VALUES (%s)",
-				t, net, onl, colOp, update, colOp, tl, nl))
+			fmt.Sprintf("MERGE INTO %s AS __t USING %s AS __n ON %s\nWHEN MATCHED AND __n.%s = 'DELETE' THEN DELETE%s\nWHEN NOT MATCHED AND __n.%s <> 'DELETE' THEN INSERT (%s) VALUES (%s)%s",
+				t, net, onl, colOp, update, colOp, tl, nl, idle))
 	} else {
 		a.add(kindExec, "PostgreSQL < 15 has no MERGE: delete keys whose net change is DELETE",
 			fmt.Sprintf("DELETE FROM %s AS __t USING %s AS __n WHERE %s AND __n.%s = 'DELETE'", t, net, onl, colOp))

@@ -157,11 +157,11 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	// collapse. A merge ignores UPDATE_BEFORE: the read leaves it out.
 	pd.full = pd.p.Sink.OneChangePerKey
 	pd.after = pd.p.Sink.IgnoresUpdateBefore()
-	compile := func(relation string) (*sinkpg.Apply, error) {
-		return sinkpg.CompileApply(&pd.p.Sink, target, relation, sinkpg.ApplyOptions{ServerVersion: b.version, FullRows: pd.full})
+	compile := func(relation, countIdle string) (*sinkpg.Apply, error) {
+		return sinkpg.CompileApply(&pd.p.Sink, target, relation, sinkpg.ApplyOptions{ServerVersion: b.version, FullRows: pd.full, CountIdle: countIdle})
 	}
-	pd.single, err = pd.compileSingle(func(relation string) (string, bool) {
-		a, err := compile(relation)
+	pd.single, err = pd.compileSingle(func(relation, countIdle string) (string, bool) {
+		a, err := compile(relation, countIdle)
 		if err != nil {
 			return "", false
 		}
@@ -172,7 +172,7 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	}
 	var apply *sinkpg.Apply // the TEMP-table path's
 	if pd.single == nil {
-		if apply, err = compile(pd.relation); err != nil {
+		if apply, err = compile(pd.relation, ""); err != nil {
 			return fmt.Errorf("%w: %v", runner.ErrNoPushdown, err)
 		}
 	}

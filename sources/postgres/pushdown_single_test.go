@@ -17,15 +17,21 @@ import (
 // read is covered: the initial rows (counted by the wrapping subquery), a
 // STANDARD read from an offset (counted by the read itself), without a
 // filter, with a filter on the key (which PostgreSQL could otherwise push
-// below the count) and with one on a value. The expected rows and counts
-// are worked out by hand from the changes below.
+// below the count) and with one on a value. Without a filter the
+// UPDATE_AFTERs are derived from the MERGE's row count (derivedCounts):
+// into an empty target, into one holding the rows (the DELETE and the
+// update then match) and into one of key columns only (no UPDATE clause:
+// the matched update is left alone). The expected rows and counts are
+// worked out by hand from the changes below.
 func TestSingleCounts(t *testing.T) {
 	b, _ := openDB(t)
 	ctx := context.Background()
-	sqlExec(t, b, `CREATE TABLE sc (id int PRIMARY KEY, v int)`, `INSERT INTO sc VALUES (1, 1), (2, 2), (3, 3)`)
+	sqlExec(t, b, `CREATE TABLE sc (id int PRIMARY KEY, v int)`, `INSERT INTO sc VALUES (1, 1), (2, 2), (3, 3)`,
+		`CREATE TABLE t_pre (id int PRIMARY KEY, v int)`, `INSERT INTO t_pre SELECT * FROM sc`,
+		`CREATE TABLE t_keys (id int PRIMARY KEY)`, `INSERT INTO t_keys SELECT id FROM sc`)
 	track(t, b, "sc")
 	mkStream(t, b, "sc_init", "sc", dsl.ModeStandard, true)
-	for _, s := range []string{"sc_all", "sc_key", "sc_val", "sc_ver"} {
+	for _, s := range []string{"sc_all", "sc_key", "sc_val", "sc_ver", "sc_pre", "sc_keys"} {
 		mkStream(t, b, s, "sc", dsl.ModeStandard, false)
 	}
 	sqlExec(t, b,
@@ -39,24 +45,36 @@ func TestSingleCounts(t *testing.T) {
 		return plan.SinkStage{Backend: "postgres", Table: table, Mode: plan.ModeMerge, Keys: []string{"id"}, OneChangePerKey: true}
 	}
 	fromOffset := map[cdc.Op]int64{cdc.OpUpdateBefore: 1, cdc.OpUpdateAfter: 1, cdc.OpDelete: 1, cdc.OpInsert: 1}
+	fromOffsetWritten := map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpDelete: 1, cdc.OpInsert: 1}
 	for _, tc := range []struct {
 		name, stream, filter, target string
 		read, written                map[cdc.Op]int64
 		rows                         []string
+		sel                          []string // default id, v
 	}{
 		// The rows at the read point, each an INSERT.
-		{"initial rows", "sc_init", "", "t_init", map[cdc.Op]int64{cdc.OpInsert: 3}, map[cdc.Op]int64{cdc.OpInsert: 3}, []string{"1 10", "3 3", "4 4"}},
-		{"no filter", "sc_all", "", "t_all", fromOffset, map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpDelete: 1, cdc.OpInsert: 1}, []string{"1 10", "4 4"}},
+		{"initial rows", "sc_init", "", "t_init", map[cdc.Op]int64{cdc.OpInsert: 3}, map[cdc.Op]int64{cdc.OpInsert: 3}, []string{"1 10", "3 3", "4 4"}, nil},
+		{"no filter", "sc_all", "", "t_all", fromOffset, map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpDelete: 1, cdc.OpInsert: 1}, []string{"1 10", "4 4"}, nil},
 		// id > 1: the DELETE of 2 (a key the empty target never had) and the INSERT of 4.
-		{"filter on the key", "sc_key", "id > 1", "t_key", fromOffset, map[cdc.Op]int64{cdc.OpDelete: 1, cdc.OpInsert: 1}, []string{"4 4"}},
+		{"filter on the key", "sc_key", "id > 1", "t_key", fromOffset, map[cdc.Op]int64{cdc.OpDelete: 1, cdc.OpInsert: 1}, []string{"4 4"}, nil},
 		// v >= 4: the DELETE carries its first image (2, 2) and is dropped.
-		{"filter on a value", "sc_val", "v >= 4", "t_val", fromOffset, map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpInsert: 1}, []string{"1 10", "4 4"}},
+		{"filter on a value", "sc_val", "v >= 4", "t_val", fromOffset, map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpInsert: 1}, []string{"1 10", "4 4"}, nil},
 		// A job that reads __commit_version: the read with versions (the
 		// window pass over the log), not the one from the table.
-		{"filter on the version", "sc_ver", "__commit_version > 0", "t_ver", fromOffset, map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpDelete: 1, cdc.OpInsert: 1}, []string{"1 10", "4 4"}},
+		{"filter on the version", "sc_ver", "__commit_version > 0", "t_ver", fromOffset, map[cdc.Op]int64{cdc.OpUpdateAfter: 1, cdc.OpDelete: 1, cdc.OpInsert: 1}, []string{"1 10", "4 4"}, nil},
+		// The update and the DELETE match rows of the target.
+		{"no filter, target holding the rows", "sc_pre", "", "t_pre", fromOffset, fromOffsetWritten, []string{"1 10", "3 3", "4 4"}, nil},
+		// No UPDATE clause: the matched update is left alone.
+		{"no filter, target of key columns only", "sc_keys", "", "t_keys", fromOffset, fromOffsetWritten, []string{"1 1", "3 3", "4 4"}, []string{"id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, s := bindPlan(t, b, tc.stream, tc.filter, []string{"id", "v"}, sink(tc.target))
+			sel, rowsQuery := tc.sel, "SELECT id, v FROM "+tc.target+" ORDER BY id"
+			if sel == nil {
+				sel = []string{"id", "v"}
+			} else {
+				rowsQuery = "SELECT id, id FROM " + tc.target + " ORDER BY id"
+			}
+			p, s := bindPlan(t, b, tc.stream, tc.filter, sel, sink(tc.target))
 			pd, err := b.Pushdown(ctx, p, s)
 			if err != nil {
 				t.Fatal(err)
@@ -87,7 +105,7 @@ func TestSingleCounts(t *testing.T) {
 			if !maps.Equal(st.Written, tc.written) {
 				t.Errorf("written %v, want %v", st.Written, tc.written)
 			}
-			check(t, tc.target, tableRows(t, b, "SELECT id, v FROM "+tc.target+" ORDER BY id"), tc.rows)
+			check(t, tc.target, tableRows(t, b, rowsQuery), tc.rows)
 		})
 	}
 
