@@ -28,7 +28,9 @@ import (
 // them, queryOptions.fromTable). On bench/pgapply's workload (1M changes,
 // 632k keys) the MERGE over it took 4.2–4.3 s, over the window read
 // 4.8–5.1 s, the hand-written last-change MERGE 4.1–4.2 s (psql, three
-// runs each, alternating).
+// runs each, alternating). Leaving the paired new images ('U') out of its
+// sort then took the statement from 4.9 s to 4.0 s on cold copies
+// (docs/benchmarks.md).
 
 // tableImagesQuery is changesQuery's STANDARD read from an offset, one row
 // per changed key (o.afterOnly), ordered by the key, with the images at

@@ -48,7 +48,10 @@ import (
 // runs each): the statement with the read in a MATERIALIZED CTE and the
 // counts as data-modifying CTEs took 6.5–7.2 s, this one over the window
 // read 5.3–5.4 s, over the read from the table (tableImagesQuery) about
-// 4.5 s; the hand-written last-change MERGE 4.1–4.5 s (docs/benchmarks.md).
+// 4.5 s; the hand-written last-change MERGE 4.1–4.5 s. With the 'U' rows
+// left out of the read's sort, SortRunMem and derived counts, `go run
+// ./bench/pgapply -rounds 5` measured the whole run at 4.71 s median
+// against the hand-written MERGE's 4.90 s (docs/benchmarks.md).
 
 // counter is the TEMP sequence that counts the rows of one change type,
 // or (what "idle") the rows of the MERGE's source that none of its
