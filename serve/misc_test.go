@@ -266,7 +266,7 @@ func TestStatusOf(t *testing.T) {
 func TestPGWaker(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := t.Context()
-	w, err := NewPGWaker(ctx, url, "sluice_changes_orders", testLog(t))
+	w, err := NewPGWaker(ctx, url, "sluice_changes_orders", nil, testLog(t))
 	if err != nil {
 		t.Fatal(err)
 	}

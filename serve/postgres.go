@@ -289,9 +289,12 @@ type PGWaker struct {
 }
 
 // NewPGWaker connects to url, LISTENs on channel (an identifier, quoted
-// as needed) and returns the waker; Close stops it. It fails if the first
-// connection or LISTEN fails.
-func NewPGWaker(ctx context.Context, url, channel string, log *slog.Logger) (*PGWaker, error) {
+// as needed) and returns the waker; Close stops it. register, when not
+// nil, runs on the connection before each LISTEN (the first and every
+// reconnect), e.g. postgres.RegisterListener, without which sluice's
+// capture triggers do not notify. It fails if the first connection,
+// register or LISTEN fails.
+func NewPGWaker(ctx context.Context, url, channel string, register func(context.Context, *pgx.Conn) error, log *slog.Logger) (*PGWaker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -299,6 +302,12 @@ func NewPGWaker(ctx context.Context, url, channel string, log *slog.Logger) (*PG
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
 			return nil, err
+		}
+		if register != nil {
+			if err := register(ctx, conn); err != nil {
+				_ = conn.Close(ctx)
+				return nil, err
+			}
 		}
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 			_ = conn.Close(ctx)

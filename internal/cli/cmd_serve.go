@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/serve"
@@ -168,7 +169,9 @@ func wakerFunc(r *runner.Runner, log *slog.Logger) serve.WakerFunc {
 		if err != nil {
 			return nil, err
 		}
-		w, err := serve.NewPGWaker(ctx, url, postgres.NotifyChannel(info.Table), log.With("job", job.Name))
+		channel := postgres.NotifyChannel(info.Table)
+		register := func(ctx context.Context, c *pgx.Conn) error { return postgres.RegisterListener(ctx, c, channel) }
+		w, err := serve.NewPGWaker(ctx, url, channel, register, log.With("job", job.Name))
 		if err != nil {
 			return nil, err
 		}

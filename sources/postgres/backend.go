@@ -159,6 +159,7 @@ DO $$ BEGIN
 		ALTER TABLE sluice.tracking ADD COLUMN paired_key text[];
 	END IF;
 END $$;
+` + listenersDDL + `
 CREATE TABLE IF NOT EXISTS sluice.streams (
 	name              text PRIMARY KEY,
 	table_name        text NOT NULL,

@@ -20,7 +20,10 @@
 //     ALWAYS, so session_replication_role = replica does not skip them.
 //
 // The capture function also runs pg_notify(NotifyChannel(t)) (empty
-// payload) after a statement that logged at least one row. PostgreSQL
+// payload) after a statement that logged at least one row, while some
+// session is registered on the channel in sluice.listeners
+// (RegisterListener; `sluice serve` registers its LISTEN connections and
+// removes the rows of ended sessions when it registers). PostgreSQL
 // delivers a NOTIFY when the writing transaction commits (never for a
 // rolled-back one) and sends one per channel and transaction however many
 // statements raised it, so the cost is one queue entry per writing

@@ -29,8 +29,9 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 // TestNotifyOnCommit: the capture trigger notifies the table's channel
 // when a writing transaction commits, once per transaction, and not for a
-// rolled-back transaction, a statement that touched no row or a table
-// without tracking. Notifications arrive in commit order, so a marker
+// rolled-back transaction, a statement that touched no row, a table
+// without tracking or a channel no session registered on
+// (RegisterListener). Notifications arrive in commit order, so a marker
 // NOTIFY sent last bounds what is received without any timing.
 func TestNotifyOnCommit(t *testing.T) {
 	b, u := openDB(t)
@@ -53,6 +54,11 @@ func TestNotifyOnCommit(t *testing.T) {
 	const marker = "sluice_test_marker"
 	for _, ch := range []string{NotifyChannel("t"), NotifyChannel("Mixed"), NotifyChannel(long), NotifyChannel("plain"), marker} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ch := range []string{NotifyChannel("t"), NotifyChannel("Mixed")} {
+		if err := RegisterListener(ctx, conn, ch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,11 +107,70 @@ func TestNotifyOnCommit(t *testing.T) {
 	inTx(true, `INSERT INTO t VALUES (1, 'a'), (2, 'b')`, `UPDATE t SET v = 'c' WHERE id = 1`, `DELETE FROM t WHERE id = 2`)
 	check(t, "one transaction, three statements", receive(), []string{NotifyChannel("t")})
 
-	sqlExec(t, b, `INSERT INTO "Mixed" VALUES (1)`, `INSERT INTO `+long+` VALUES (1)`, `TRUNCATE t`)
-	check(t, "quoted and long names, truncate", receive(), []string{NotifyChannel("Mixed"), NotifyChannel(long), NotifyChannel("t")})
+	sqlExec(t, b, `INSERT INTO "Mixed" VALUES (1)`, `INSERT INTO `+long+` VALUES (1)`)
+	check(t, "a quoted name; a long one nobody registered on", receive(), []string{NotifyChannel("Mixed")})
+	if err := RegisterListener(ctx, conn, NotifyChannel(long)); err != nil {
+		t.Fatal(err)
+	}
+	sqlExec(t, b, `INSERT INTO `+long+` VALUES (2)`, `TRUNCATE t`)
+	check(t, "a long name, registered; truncate", receive(), []string{NotifyChannel(long), NotifyChannel("t")})
 
 	// Enabling again keeps notifying (the function is rewritten).
 	track(t, b, "t")
 	sqlExec(t, b, `INSERT INTO t VALUES (3, 'z')`)
 	check(t, "after enabling again", receive(), []string{NotifyChannel("t")})
+}
+
+// TestRegisterListenerRemovesEnded: registering removes the rows of
+// sessions that have ended, so writers stop notifying for them.
+func TestRegisterListenerRemovesEnded(t *testing.T) {
+	b, u := openDB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
+	defer cancel()
+	rows := func() int {
+		t.Helper()
+		var n int
+		if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM sluice.listeners WHERE channel = 'gone'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	gone, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RegisterListener(ctx, gone, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	pid := gone.PgConn().PID()
+	if n := rows(); n != 1 {
+		t.Fatalf("%d rows for a registered session, want 1", n)
+	}
+	_ = gone.Close(ctx)
+	// The server ends the session after the client leaves; wait for that.
+	for {
+		var alive bool
+		if err := b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`, pid).Scan(&alive); err != nil {
+			t.Fatal(err)
+		}
+		if !alive {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the closed session never ended")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	other, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(context.Background())
+	if err := RegisterListener(ctx, other, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(); n != 0 {
+		t.Errorf("%d rows left for an ended session, want 0", n)
+	}
 }

@@ -254,7 +254,8 @@ func trackingDDL(t *Tracked, qualified string) []string {
 		out = append(out, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s`, log, d))
 	}
 	// GET DIAGNOSTICS after the one INSERT that ran: a statement that
-	// touched no row does not notify. NOTIFYs are delivered at commit, once
+	// touched no row does not notify, nor does one while no session
+	// listens on the channel (RegisterListener). NOTIFYs are delivered at commit, once
 	// per channel and transaction however many statements sent them.
 	// use_column: a table column named like the variable stays a column.
 	out = append(out, fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s() RETURNS trigger LANGUAGE plpgsql
@@ -273,7 +274,7 @@ BEGIN
 		INSERT INTO %[2]s (__op, %[3]s) SELECT 'D', %[3]s FROM %[4]s;
 	END IF;
 	GET DIAGNOSTICS n = ROW_COUNT;
-	IF n > 0 THEN
+	IF n > 0 AND EXISTS (SELECT 1 FROM sluice.listeners WHERE channel = %[5]s) THEN
 		PERFORM pg_notify(%[5]s, '');
 	END IF;
 	RETURN NULL;
