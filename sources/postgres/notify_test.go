@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/serve"
 )
 
 func TestNotifyChannelName(t *testing.T) {
@@ -172,5 +173,28 @@ func TestRegisterListenerRemovesEnded(t *testing.T) {
 	}
 	if n := rows(); n != 0 {
 		t.Errorf("%d rows left for an ended session, want 0", n)
+	}
+}
+
+// TestWakerWakesOnCommit: serve's PGWaker, registering with
+// RegisterListener as `sluice serve` does, wakes when a tracked table's
+// writing transaction commits.
+func TestWakerWakesOnCommit(t *testing.T) {
+	b, u := openDB(t)
+	sqlExec(t, b, `CREATE TABLE wk (id int PRIMARY KEY)`)
+	track(t, b, "wk")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
+	defer cancel()
+	ch := NotifyChannel("wk")
+	w, err := serve.NewPGWaker(ctx, u, ch, func(ctx context.Context, c *pgx.Conn) error { return RegisterListener(ctx, c, ch) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	sqlExec(t, b, `INSERT INTO wk VALUES (1)`)
+	select {
+	case <-w.C():
+	case <-ctx.Done():
+		t.Fatal("no wake-up after a committed insert")
 	}
 }
