@@ -359,10 +359,11 @@ func warnings(p *plan.Plan) []string {
 
 // mergeKeysWarning returns the warning of a merge (not a SQL MERGE) of a
 // STANDARD stream on a table with a primary key whose merge keys are not
-// exactly that key passed through (plan.PassedKeys): an update that gives
-// a source row other merge-key values arrives as an UPDATE_AFTER of the
-// same source key, which the merge upserts under the new merge key,
-// leaving the row under the old one; "" otherwise.
+// exactly that key passed through (plan.PassedKeys): source rows that
+// share merge-key values overwrite each other's target row, and an update
+// that gives a source row other merge-key values arrives as an
+// UPDATE_AFTER of the same source key, which the merge upserts under the
+// new merge key, leaving the row under the old one; "" otherwise.
 func mergeKeysWarning(p *plan.Plan) string {
 	if p.Sink.Mode != plan.ModeMerge || p.Sink.Merge != nil || p.Source.Mode != dsl.ModeStandard || len(p.Source.TableSchema.Key) == 0 {
 		return ""
@@ -370,7 +371,7 @@ func mergeKeysWarning(p *plan.Plan) string {
 	if passed, ok := plan.PassedKeys(p.Project, p.Sink.Keys, p.Source.TableSchema); ok && len(passed) == len(p.Sink.Keys) {
 		return ""
 	}
-	return fmt.Sprintf("merge keys (%s) are not the source's primary key (%s) passed through: an update that changes a row's merge-key values writes the row under the new values and leaves the one under the old values in %s",
+	return fmt.Sprintf("merge keys (%s) are not the source's primary key (%s) passed through: source rows with the same merge-key values share one row of %s (the last change wins), and an update that changes a row's merge-key values writes it under the new values and leaves the row under the old ones",
 		strings.Join(p.Sink.Keys, ", "), strings.Join(p.Source.TableSchema.Key, ", "), p.Sink.Table)
 }
 
