@@ -260,10 +260,35 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 		st.TableExists = exists
 		if exists && st.Merge == nil {
 			p.Warnings = append(p.Warnings, narrowing(projected, target)...)
+			if w := targetKeyWarning(st, target); w != "" {
+				p.Warnings = append(p.Warnings, w)
+			}
 		}
 	}
 	p.Sink = st
 	return nil
+}
+
+// targetKeyWarning returns the warning of a merge into an existing target
+// whose primary key is not its merge keys (as sets, case-insensitively):
+// the merge matches rows by the merge keys, and a change whose row another
+// target row already holds under the target's key fails the run with a
+// unique violation; "" otherwise.
+func targetKeyWarning(st plan.SinkStage, target cdc.Schema) string {
+	if st.Mode != plan.ModeMerge || len(target.Key) == 0 {
+		return ""
+	}
+	same := len(target.Key) == len(st.Keys)
+	for _, k := range target.Key {
+		if !slices.ContainsFunc(st.Keys, func(m string) bool { return strings.EqualFold(m, k) }) {
+			same = false
+		}
+	}
+	if same {
+		return ""
+	}
+	return fmt.Sprintf("target %s has the primary key (%s), not the merge keys (%s): the merge matches rows by (%s), and a change whose (%s) another row of %s already has fails the run with a unique violation",
+		st.Table, strings.Join(target.Key, ", "), strings.Join(st.Keys, ", "), strings.Join(st.Keys, ", "), strings.Join(target.Key, ", "), st.Table)
 }
 
 // keysPassThrough reports whether the merge keys include every column of

@@ -3,6 +3,7 @@ package runner_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"os"
@@ -398,5 +399,45 @@ func TestPlanWarnsForMergeKeys(t *testing.T) {
 	}
 	if got, want := e.rows("", "SELECT id, name FROM t ORDER BY name"), "[[1 Alice] [1 Alicia]]"; got != want {
 		t.Errorf("target %s, want %s", got, want)
+	}
+}
+
+// TestPlanWarnsForTargetKey: a merge into an existing target whose primary
+// key is not the merge keys warns; the run then fails as the warning says.
+func TestPlanWarnsForTargetKey(t *testing.T) {
+	const warn = "has the primary key (id), not the merge keys (name)"
+	e := newEnv(t)
+	e.sql("", seedSetup)
+	// t_id can be merged by name (a unique index), but is keyed by id.
+	db, err := sql.Open("sqlite", filepath.Join(e.dir, "src.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`CREATE TABLE t_id (id INTEGER PRIMARY KEY, name TEXT)`, `CREATE UNIQUE INDEX t_id_name ON t_id (name)`,
+		`CREATE TABLE t_name (id INTEGER, name TEXT PRIMARY KEY)`, `INSERT INTO t_id VALUES (2, 'Zed')`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		target string
+		warns  bool
+	}{{"t_id", true}, {"t_name", false}} {
+		j := e.job("j.yaml", "source: orders_stream\nselect: [id, name]\nsink: {table: "+tc.target+", mode: merge, keys: [name]}\n")
+		p, err := e.r.Plan(context.Background(), j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(strings.Join(p.Plan.Warnings, "\n"), warn); got != tc.warns {
+			t.Errorf("%s: warns %v, want %v: %q", tc.target, got, tc.warns, p.Plan.Warnings)
+		}
+	}
+	// Bob (id 2) changes: merged by name into t_id, which has no Bob but
+	// holds id 2 (Zed).
+	e.sql("", "UPDATE orders SET amount = 1 WHERE id = 2")
+	j := e.job("j.yaml", "source: orders_stream\nselect: [id, name]\nsink: {table: t_id, mode: merge, keys: [name]}\n")
+	if _, err := e.run(j); err == nil {
+		t.Error("the merge by name into a target keyed by id ran; want a unique violation")
 	}
 }
