@@ -327,6 +327,10 @@ func TestRunWalkthrough(t *testing.T) {
 	appendJob, mergeJob := repoPath("examples/orders/orders_append.yaml"), repoPath("examples/orders/orders_merge.sql")
 
 	r := mustSluice(t, "run", "--conn", d.conn, appendJob, mergeJob)
+	// The plan's warnings, as `sluice plan` shows them, precede each run.
+	if want := "orders_append: warning: the filter drops UPDATE_BEFORE, DELETE changes"; !strings.Contains(r.stderr, want) {
+		t.Errorf("run's stderr lacks %q:\n%s", want, r.stderr)
+	}
 	first := parseRun(t, r.stdout)
 	if len(first) != 2 {
 		t.Fatalf("run printed %d results, want 2:\n%s", len(first), r.stdout)

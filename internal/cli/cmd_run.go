@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 )
 
@@ -39,7 +40,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 			failed++
 			continue
 		}
-		res, err := r.RunJob(ctx, f.job)
+		res, err := runWarned(ctx, e.stderr, r, f.job)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: FAILED (offset not moved): %v\n", f.job.Name, err)
 			failed++
@@ -52,6 +53,23 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		return errFailed
 	}
 	return nil
+}
+
+// runWarned runs job as Runner.RunJob does (Setup, Plan, Run), printing
+// the plan's warnings ("JOB: warning: …", the ones `sluice plan` shows) to
+// w before the run.
+func runWarned(ctx context.Context, w io.Writer, r *runner.Runner, job *plan.Job) (*runner.Result, error) {
+	if err := r.Setup(ctx, job); err != nil {
+		return nil, err
+	}
+	p, err := r.Plan(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	for _, warn := range p.Plan.Warnings {
+		fmt.Fprintf(w, "%s: warning: %s\n", job.Name, warn)
+	}
+	return r.Run(ctx, p)
 }
 
 var opOrder = []cdc.Op{cdc.OpInsert, cdc.OpUpdateBefore, cdc.OpUpdateAfter, cdc.OpDelete}
