@@ -214,33 +214,33 @@ func (b *backfill) load(ctx context.Context) error {
 	case ok && inProgress:
 		var old backfillState
 		if err := json.Unmarshal([]byte(raw), &old); err != nil {
-			return fmt.Errorf("job %s: backfill state: %w", b.job, err)
+			return fmt.Errorf("backfill state: %w", err)
 		}
 		if b.opt.Restart || old.StreamID != b.info.ID {
 			if !b.opt.Restart {
-				return fmt.Errorf("job %s: %w: it was started on an earlier incarnation of stream %s; start over with `sluice backfill --restart %s`", b.job, ErrBackfillResume, b.info.Name, b.job)
+				return fmt.Errorf("%w: it was started on an earlier incarnation of stream %s; start over with `sluice backfill --restart %s`", ErrBackfillResume, b.info.Name, b.job)
 			}
 			if exists && !old.CreatedTarget && b.prep.Plan.Sink.Mode != plan.ModeOverwrite {
-				return fmt.Errorf("job %s: %w: target %s existed before the backfill, so sluice cannot tell the %d rows it copied from the others; delete them (or drop the target) yourself, then run `sluice backfill --restart %s` again", b.job, ErrBackfillRestart, st.Table, old.Rows, b.job)
+				return fmt.Errorf("%w: target %s existed before the backfill, so sluice cannot tell the %d rows it copied from the others; delete them (or drop the target) yourself, then run `sluice backfill --restart %s` again", ErrBackfillRestart, st.Table, old.Rows, b.job)
 			}
 			b.restart, b.wipe = true, exists
 			b.state = b.fresh(old.CreatedTarget || !exists)
 			return nil
 		}
 		if !exists {
-			return fmt.Errorf("job %s: %w: target %s no longer exists, so the %d rows copied before the interruption are gone; start over with `sluice backfill --restart %s`", b.job, ErrBackfillResume, st.Table, old.Rows, b.job)
+			return fmt.Errorf("%w: target %s no longer exists, so the %d rows copied before the interruption are gone; start over with `sluice backfill --restart %s`", ErrBackfillResume, st.Table, old.Rows, b.job)
 		}
 		if !b.merge {
-			return fmt.Errorf("job %s: %w: %d rows were copied before the interruption; continuing from a new snapshot would fold the changes made since into the remaining rows of an append-style target (mode %s) instead of appending them as change rows. Start over with `sluice backfill --restart %s` (deletes the partial copy when the backfill created target %s)", b.job, ErrBackfillResume, old.Rows, b.prep.Plan.Sink.Mode, b.job, st.Table)
+			return fmt.Errorf("%w: %d rows were copied before the interruption; continuing from a new snapshot would fold the changes made since into the remaining rows of an append-style target (mode %s) instead of appending them as change rows. Start over with `sluice backfill --restart %s` (deletes the partial copy when the backfill created target %s)", ErrBackfillResume, old.Rows, b.prep.Plan.Sink.Mode, b.job, st.Table)
 		}
 		b.state, b.resume = &old, true
 		if b.from, err = cdc.DecodeOffset(old.Snapshot); err != nil {
-			return fmt.Errorf("job %s: backfill state: %w", b.job, err)
+			return fmt.Errorf("backfill state: %w", err)
 		}
 		return nil
 	case ok && cp.StreamID == b.info.ID:
-		return fmt.Errorf("job %s: %w (checkpoint %s, %s): backfill is for a target that has not consumed the stream yet; for a new copy, point the job at a new target under a new job name",
-			b.job, ErrAlreadyConsumed, cp.Offset, cp.Updated.Format(time.RFC3339))
+		return fmt.Errorf("%w (checkpoint %s, %s): backfill is for a target that has not consumed the stream yet; for a new copy, point the job at a new target under a new job name",
+			ErrAlreadyConsumed, cp.Offset, cp.Updated.Format(time.RFC3339))
 	}
 	if b.prep.Plan.Sink.Mode == plan.ModeIgnore && exists {
 		b.skipped = fmt.Sprintf("target %s exists and mode is ignore", st.Table)
