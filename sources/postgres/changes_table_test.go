@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/dsl"
-	"github.com/sluicedata/sluice/plan"
 )
 
 // TestTableImagesMatchWindowRead: the read that takes the images at the
@@ -21,7 +20,6 @@ import (
 // re-inserts and a TRUNCATE, over several windows.
 func TestTableImagesMatchWindowRead(t *testing.T) {
 	b, _ := openDB(t)
-	ctx := context.Background()
 	sqlExec(t, b, `CREATE TABLE ti (id int PRIMARY KEY, v numeric(10,2), s text, c char(4))`)
 	track(t, b, "ti")
 	mkStream(t, b, "ti_s", "ti", dsl.ModeStandard, false)
@@ -66,28 +64,7 @@ func TestTableImagesMatchWindowRead(t *testing.T) {
 			t.Fatalf("round %d: logged %q; the test covers both 'U' and 'A'", round, ops)
 		}
 
-		s, err := b.Stream(ctx, plan.Source{Stream: "ti_s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var window, table []string
-		err = pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-			tr, fp, to, err := b.readPoint(ctx, tx, s, s.Offset)
-			if err != nil {
-				return err
-			}
-			if window, err = netRows(ctx, tx, changesQuery(tr, s, fp, to, queryOptions{afterOnly: true, base: literalBase(to)})); err != nil {
-				return err
-			}
-			table, err = netRows(ctx, tx, changesQuery(tr, s, fp, to, queryOptions{afterOnly: true, fromTable: true, keyOrdered: true}))
-			if err != nil {
-				return err
-			}
-			return b.advance(ctx, tx, s, s.Offset, to.Offset())
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		window, table := bothReads(t, b, "ti_s")
 		if len(window) == 0 {
 			t.Fatalf("round %d: no changes read; the test reads nothing", round)
 		}

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -148,6 +147,7 @@ type single struct {
 	// UPDATE_AFTERs are derived from the MERGE's row count (see above).
 	readCounted []counter
 	derived     bool
+	filtered    bool // the job filters: the rows written are counted apart
 }
 
 // compileSingle returns the one-statement pushdown of pd, or nil when the
@@ -164,7 +164,7 @@ func (pd *pushdown) compileSingle(merge func(relation, countIdle string) (string
 		return nil, nil
 	}
 	filtered := pd.p.Filter != nil && pd.p.Filter.Expr != nil
-	s := &single{counters: readCounters, readCounted: readCounters, target: sinkpg.Quote(pd.p.Sink.Table), keys: sinkKeys,
+	s := &single{counters: readCounters, readCounted: readCounters, filtered: filtered, target: sinkpg.Quote(pd.p.Sink.Table), keys: sinkKeys,
 		noTimestamp: !usesColumn(pd.p, cdc.ColCommitTimestamp), noVersion: !usesColumn(pd.p, cdc.ColCommitVersion)}
 	countIdle := ""
 	switch {
@@ -377,7 +377,7 @@ func (s *single) run(ctx context.Context, tx pgx.Tx, read string, args []any, o 
 			readN[cdc.OpUpdateAfter] = n
 		}
 	}
-	if !slices.ContainsFunc(s.counters, func(c counter) bool { return c.what == "written" }) {
+	if !s.filtered {
 		// No filter: every change read but UPDATE_BEFORE is written.
 		for o, n := range readN {
 			if o != cdc.OpUpdateBefore {
@@ -400,7 +400,7 @@ func (s *single) steps(read string, o queryOptions) []plan.Step {
 	switch {
 	case s.derived:
 		counted = "the INSERTs and DELETEs read and the rows the MERGE leaves alone (its last WHEN … THEN DO NOTHING); UPDATE_AFTER = rows merged + rows left alone - INSERT - DELETE"
-	case len(s.counters) > len(readCounters):
+	case s.filtered:
 		counted += " and the rows written (the job filters)"
 	}
 	steps := []plan.Step{

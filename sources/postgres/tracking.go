@@ -186,13 +186,13 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 			if err := checkPendingKeys(ctx, tx, t); err != nil {
 				return err
 			}
-		}
-		if tracked && len(old.PairedKey) > 0 && !slices.Equal(old.PairedKey, t.PairedKey) {
-			// The 'U' rows logged so far are paired under the old key:
-			// unmark them, so every 'U' row in the log is paired under
-			// tracking.paired_key.
-			if _, err := tx.Exec(ctx, `UPDATE `+t.LogRef()+` SET __op = 'A' WHERE __op = 'U'`); err != nil {
-				return err
+			// The 'U' rows logged so far are paired under the old key (if
+			// any): unmark them, so every 'U' row in the log is paired
+			// under tracking.paired_key.
+			if len(old.PairedKey) > 0 {
+				if _, err := tx.Exec(ctx, `UPDATE `+t.LogRef()+` SET __op = 'A' WHERE __op = 'U'`); err != nil {
+					return err
+				}
 			}
 		}
 		var paired []string // NULL for a table without a primary key
