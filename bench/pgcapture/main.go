@@ -6,6 +6,7 @@
 //	go run ./bench/pgcapture                           # scale 10, -c 4 -j 2 -T 30, two rounds; 100,000-row UPDATE ×3
 //	go run ./bench/pgcapture -seconds 5 -rounds 1      # a quick run
 //	go run ./bench/pgcapture -pg postgres://…          # on an existing server
+//	go run ./bench/pgcapture -single 0                 # without the one-row UPDATE runs
 //
 // Without -pg it starts a throw-away cluster (initdb/pg_ctl, as the
 // postgres OS user when run as root) on a free port with the settings in
@@ -19,6 +20,13 @@
 // after a CHECKPOINT. The bulk UPDATE (abalance + 1 on the first -bulk
 // accounts, one statement) alternates the same way after a VACUUM of the
 // table; its median time is reported.
+//
+// The one-row UPDATEs measure the capture's cost per statement with less
+// noise than the TPC-B-like mix: one client (-c 1, -M prepared) runs
+// only "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid =
+// :random", alternating between the databases like the pgbench runs; the
+// median time per statement (1/TPS, µs) of each and their difference are
+// reported.
 package main
 
 import (
@@ -58,7 +66,13 @@ var (
 	rounds  = flag.Int("rounds", 2, "pgbench runs per database, alternating")
 	bulk    = flag.Int("bulk", 100_000, "rows of the bulk UPDATE")
 	repeat  = flag.Int("repeat", 3, "bulk UPDATEs per database, alternating (median reported)")
+	single  = flag.Int("single", 8, "duration of each one-row UPDATE run, seconds (0: none); -rounds runs per database")
 )
+
+// singleScript is the pgbench script of the one-row UPDATE runs.
+const singleScript = `\set aid random(1, 100000 * :scale)
+UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;
+`
 
 func main() {
 	flag.Parse()
@@ -139,6 +153,43 @@ func run(ctx context.Context) (err error) {
 		}
 	}
 
+	// One-row UPDATEs, one client, alternating.
+	singleUS := [2][]float64{}
+	if *single > 0 {
+		f, err := os.CreateTemp("", "sluice-pgcapture-*.sql")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		if _, err := f.WriteString(singleScript); err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		if err := os.Chmod(f.Name(), 0o644); err != nil { // pgbench may run as another user
+			return err
+		}
+		for r := range *rounds {
+			for i, n := range names {
+				if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
+					return err
+				}
+				out, err := exec.CommandContext(ctx, pgbench, "-n", "-s", strconv.Itoa(*scale), "-c", "1", "-M", "prepared", "-f", f.Name(), "-T", strconv.Itoa(*single), pgcluster.WithDB(base, n)).CombinedOutput()
+				if err != nil {
+					return fmt.Errorf("pgbench: %v\n%s", err, out)
+				}
+				m := tpsLine.FindSubmatch(out)
+				if m == nil {
+					return fmt.Errorf("no tps in pgbench output:\n%s", out)
+				}
+				v, _ := strconv.ParseFloat(string(m[1]), 64)
+				singleUS[i] = append(singleUS[i], 1e6/v)
+				fmt.Printf("round %d %-9s one-row UPDATE %7.1f µs\n", r+1, label[i], 1e6/v)
+			}
+		}
+	}
+
 	// Bulk UPDATE, alternating.
 	conns := make([]*pgx.Conn, 2)
 	for i, n := range names {
@@ -182,6 +233,10 @@ func run(ctx context.Context) (err error) {
 	}
 	m0, m1 := mean(tps[0]), mean(tps[1])
 	fmt.Printf("%-44s %12.1f %12.1f %7.2fx   (goal ≥ 0.90x)\n", "pgbench TPS, mean", m0, m1, m1/m0)
+	if *single > 0 {
+		s0, s1 := median(singleUS[0]), median(singleUS[1])
+		fmt.Printf("%-44s %10.1fµs %10.1fµs %7.2fx   (capture: %+.1f µs per statement)\n", fmt.Sprintf("one-row UPDATE, 1 client, median of %d", *rounds), s0, s1, s1/s0, s1-s0)
+	}
 	b0, b1 := median(bulkT[0]), median(bulkT[1])
 	fmt.Printf("%-44s %11.3fs %11.3fs %7.2fx   (time: tracked / untracked)\n", fmt.Sprintf("UPDATE of %d rows, median of %d", *bulk, *repeat), b0, b1, b1/b0)
 	fmt.Printf("\npgbench: -b tpcb-like -c %d -j %d -T %d at scale %d; the change log holds %d update images\n", *clients, *threads, *seconds, *scale, logged)

@@ -16,14 +16,18 @@
 //   - one plpgsql function sluice."cap_<t>"() and four statement-level
 //     triggers: AFTER INSERT / UPDATE / DELETE with transition tables (one
 //     INSERT … SELECT per statement, however many rows it touched) and
-//     BEFORE TRUNCATE, which logs every row as deleted. All are ENABLE
-//     ALWAYS, so session_replication_role = replica does not skip them.
+//     BEFORE TRUNCATE, which logs every row as deleted, plus, for a table
+//     with a primary key, one AFTER UPDATE OF its key columns (see
+//     below). All are ENABLE ALWAYS, so session_replication_role =
+//     replica does not skip them.
 //
 // The capture function also runs pg_notify(NotifyChannel(t)) (empty
 // payload) after a statement that logged at least one row, while some
-// session is registered on the channel in sluice.listeners
-// (RegisterListener; `sluice serve` registers its LISTEN connections and
-// removes the rows of ended sessions when it registers). PostgreSQL
+// session listens: one that holds the channel's advisory lock in share
+// mode (RegisterListener; `sluice serve` registers its LISTEN
+// connections, and the lock goes with the session). The function tests
+// the lock by taking it exclusively and releasing it at once
+// (notifyGate). PostgreSQL
 // delivers a NOTIFY when the writing transaction commits (never for a
 // rolled-back one) and sends one per channel and transaction however many
 // statements raised it, so the cost is one queue entry per writing
@@ -35,10 +39,11 @@
 // PostgreSQL serializes the commits of notifying transactions in the whole
 // cluster (a lock held from the queue insertion to the end of commit),
 // which matters only for many concurrent writers committing very small
-// transactions. Tables whose tracking was enabled before the NOTIFY was
-// added get it when change tracking is enabled again (ALTER TABLE t SET
-// PROPERTIES ('change_tracking' = 'true') rewrites the function); until
-// then their jobs only poll.
+// transactions. Tables whose tracking was enabled by an earlier sluice
+// get this function when change tracking is enabled again (ALTER TABLE t
+// SET PROPERTIES ('change_tracking' = 'true') rewrites it); until then
+// their function works as before (RegisterListener also registers in
+// sluice.listeners, the previous gate).
 //
 // Log rows: 'I' inserted image, 'D' deleted image, 'B' the old image of
 // an UPDATE, 'U' or 'A' its new image. Transition tables do not pair old
@@ -49,19 +54,29 @@
 // the key is thus a DELETE of the old key plus an INSERT of the new one.
 // Per key, __seq order is commit order (row locks serialize writers;
 // within one UPDATE the old images are logged before the new ones), so
-// first/last by __seq is right. An UPDATE statement whose new rows' keys
-// are all among its old rows' keys (one that sets no key column, the
-// common case) logs its new images as 'U': each then follows an old image
-// of its key, so a 'U' row is never a key's first row, and the read that
-// needs only first rows (tableImagesQuery) sorts the log without them,
-// about half the rows of an update. A statement that changes a key logs
-// 'A'. The function checks this with one EXCEPT of the transition tables'
-// keys per statement, under the primary key recorded in sluice.tracking
-// (paired_key) when tracking was enabled; a read uses the 'U' marks only
-// while the table's primary key is still that one (Tracked.pairsKnown),
-// and enabling tracking again under another key turns the log's 'U' rows
-// into 'A'. Logs written before the marks have only 'A' rows, which every
-// read treats like 'U' but never leaves out.
+// first/last by __seq is right. An UPDATE's new images are logged 'U'
+// when each follows an old image of its key in the same statement, so a
+// 'U' row is never a key's first row, and the read that needs only first
+// rows (tableImagesQuery) sorts the log without them, about half the
+// rows of an update; otherwise 'A'. Which one is decided under the
+// primary key recorded in sluice.tracking (paired_key) when tracking was
+// enabled, in one of two ways (paired_by):
+//
+//   - PairByColumns, the default: the function logs 'U', and a fifth
+//     trigger, AFTER UPDATE OF the key columns, turns the transaction's
+//     'U' rows into 'A' after any statement that sets a key column.
+//     Updates that set no key column, the common case, pay nothing.
+//   - PairByStatement, when the table (or a partition) has a row-level
+//     BEFORE UPDATE trigger, which could change a key no UPDATE OF sees:
+//     'U' when no new key is missing from the old keys, by one EXCEPT of
+//     the transition tables' keys per statement.
+//
+// A read uses the marks only while the table's primary key is still
+// paired_key and, under PairByColumns, while the table has the fifth
+// trigger and no BEFORE UPDATE trigger (Tracked.pairsKnown). Enabling
+// tracking again under another key, or after such a trigger was created,
+// turns the log's 'U' rows into 'A'. Logs written before the marks have
+// only 'A' rows, which every read treats like 'U' but never leaves out.
 //
 // # Offsets: snapshot batches (PgQ style)
 //

@@ -143,26 +143,10 @@ func TestRegisterListenerRemovesEnded(t *testing.T) {
 	if err := RegisterListener(ctx, gone, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	pid := gone.PgConn().PID()
 	if n := rows(); n != 1 {
 		t.Fatalf("%d rows for a registered session, want 1", n)
 	}
-	_ = gone.Close(ctx)
-	// The server ends the session after the client leaves; wait for that.
-	for {
-		var alive bool
-		if err := b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`, pid).Scan(&alive); err != nil {
-			t.Fatal(err)
-		}
-		if !alive {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the closed session never ended")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	closeAndWait(ctx, t, b, gone)
 	other, err := pgx.Connect(ctx, u)
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +158,78 @@ func TestRegisterListenerRemovesEnded(t *testing.T) {
 	if n := rows(); n != 0 {
 		t.Errorf("%d rows left for an ended session, want 0", n)
 	}
+}
+
+// closeAndWait closes conn and waits until the server has ended its
+// session.
+func closeAndWait(ctx context.Context, t *testing.T, b *Backend, conn *pgx.Conn) {
+	t.Helper()
+	pid := conn.PgConn().PID()
+	_ = conn.Close(ctx)
+	for {
+		var alive bool
+		if err := b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`, pid).Scan(&alive); err != nil {
+			t.Fatal(err)
+		}
+		if !alive {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the closed session never ended")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestNotifyStopsWhenListenerEnds: writers notify while a registered
+// session lives, and stop as soon as it ends, with no registration in
+// between to clean up after it (the advisory lock of notifyGate goes
+// with the session). A second session only LISTENs, to see what is sent.
+func TestNotifyStopsWhenListenerEnds(t *testing.T) {
+	b, u := openDB(t)
+	sqlExec(t, b, `CREATE TABLE ne (id int PRIMARY KEY)`)
+	track(t, b, "ne")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
+	defer cancel()
+	ch, marker := NotifyChannel("ne"), "sluice_test_marker"
+	watch, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(context.Background())
+	for _, c := range []string{ch, marker} {
+		if _, err := watch.Exec(ctx, "LISTEN "+pgx.Identifier{c}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive := func() []string {
+		t.Helper()
+		sqlExec(t, b, `SELECT pg_notify('`+marker+`', '')`)
+		var got []string
+		for {
+			n, err := watch.WaitForNotification(ctx)
+			if err != nil {
+				t.Fatalf("after %q: %v", got, err)
+			}
+			if n.Channel == marker {
+				return got
+			}
+			got = append(got, n.Channel)
+		}
+	}
+	reg, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RegisterListener(ctx, reg, ch); err != nil {
+		t.Fatal(err)
+	}
+	sqlExec(t, b, `INSERT INTO ne VALUES (1)`)
+	check(t, "while a registered session lives", receive(), []string{ch})
+	closeAndWait(ctx, t, b, reg)
+	sqlExec(t, b, `INSERT INTO ne VALUES (2)`)
+	check(t, "after it ended", receive(), nil)
 }
 
 // TestWakerWakesOnCommit: serve's PGWaker, registering with

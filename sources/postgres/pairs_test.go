@@ -77,44 +77,120 @@ func netDiff(before, after map[int]string) []string {
 	return out
 }
 
-// TestUpdatePairMarks: an UPDATE whose new keys are all among its old
-// keys logs its new images as 'U', one that changes the key set logs 'A'
-// (the package doc), and the read that leaves 'U' rows out of its sort
+// tableState returns the (id, v) rows of table.
+func tableState(t *testing.T, b *Backend, table string) map[int]string {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `SELECT id, v FROM `+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[int]string{}
+	var id int
+	var v string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &v}, func() error { m[id] = v; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// pairedBy returns how the capture function of table pairs updates
+// (sluice.tracking.paired_by) and whether a read may use its marks.
+func pairedBy(t *testing.T, b *Backend, table string) (string, bool) {
+	t.Helper()
+	tr, ok, err := b.tracked(context.Background(), b.pool, table)
+	if err != nil || !ok {
+		t.Fatalf("tracked %s: %v %v", table, ok, err)
+	}
+	return tr.PairedBy, tr.pairsKnown()
+}
+
+// shiftFunc is a BEFORE UPDATE row trigger function that changes the key
+// of a row whose v is set to 'shift', a key change no UPDATE OF sees.
+const shiftFunc = `CREATE OR REPLACE FUNCTION shift_key() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.v = 'shift' THEN NEW.id := NEW.id + 100; END IF;
+	RETURN NEW;
+END $$`
+
+// TestUpdatePairMarks: an UPDATE's new images are logged 'U' only when
+// each follows an old image of its key in the statement (the package
+// doc), and the read that leaves 'U' rows out of its sort
 // (tableImagesQuery) returns the net changes computed from the table's
-// states, including a swap of two keys in one statement.
+// states, including a swap of two keys in one statement. Without a
+// BEFORE UPDATE trigger, pairs are told by the columns a statement sets
+// (an UPDATE that sets a key column logs 'A', and turns its
+// transaction's earlier 'U' rows into 'A'); with one, which may change a
+// key no statement sets, by statement.
 func TestUpdatePairMarks(t *testing.T) {
 	b, _ := openDB(t)
-	sqlExec(t, b,
-		`CREATE TABLE pm (id int PRIMARY KEY DEFERRABLE INITIALLY IMMEDIATE, v text)`,
-		`INSERT INTO pm VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')`)
-	track(t, b, "pm")
-	mkStream(t, b, "pm_s", "pm", dsl.ModeStandard, false)
-	before := map[int]string{1: "a", 2: "b", 3: "c", 4: "d", 5: "e"}
-	var seq int64
-	for _, c := range []struct {
-		stmt, ops string
+	sqlExec(t, b, shiftFunc)
+	for _, m := range []struct {
+		name, by string
+		trigger  bool
 	}{
-		{`UPDATE pm SET id = CASE id WHEN 1 THEN 2 ELSE 1 END WHERE id IN (1, 2)`, "BBUU"}, // a swap: same key set
-		{`UPDATE pm SET v = 'x' WHERE id = 4`, "BU"},
-		{`UPDATE pm SET v = v WHERE id = 4`, "BU"},
-		{`UPDATE pm SET id = 10 WHERE id = 3`, "BA"},
-		{`UPDATE pm SET id = id + 1 WHERE id IN (4, 5)`, "BBAA"}, // new key 6
-		{`UPDATE pm SET v = 'y' WHERE false`, ""},
-		{`INSERT INTO pm VALUES (7, 'g')`, "I"},
-		{`DELETE FROM pm WHERE id = 7`, "D"},
+		{"by columns", PairByColumns, false},
+		{"by statement", PairByStatement, true},
 	} {
-		sqlExec(t, b, c.stmt)
-		var ops string
-		ops, seq = logOps(t, b, "log_pm", seq)
-		if ops != c.ops {
-			t.Errorf("%s: logged %q, want %q", c.stmt, ops, c.ops)
-		}
+		t.Run(m.name, func(t *testing.T) {
+			tab, log := "pm_"+m.by, "log_pm_"+m.by
+			sqlExec(t, b,
+				`CREATE TABLE `+tab+` (id int PRIMARY KEY DEFERRABLE INITIALLY IMMEDIATE, v text)`,
+				`INSERT INTO `+tab+` VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e'), (8, 'h')`)
+			if m.trigger {
+				sqlExec(t, b, `CREATE TRIGGER shift BEFORE UPDATE ON `+tab+` FOR EACH ROW EXECUTE FUNCTION shift_key()`)
+			}
+			track(t, b, tab)
+			if by, known := pairedBy(t, b, tab); by != m.by || !known {
+				t.Fatalf("paired by %q (known %v), want %q", by, known, m.by)
+			}
+			mkStream(t, b, tab+"_s", tab, dsl.ModeStandard, false)
+			before := tableState(t, b, tab)
+			var seq int64
+			for _, c := range []struct {
+				stmts         []string // one transaction
+				byCols, byStm string
+			}{
+				{[]string{`UPDATE pm SET id = CASE id WHEN 1 THEN 2 ELSE 1 END WHERE id IN (1, 2)`}, "BBAA", "BBUU"}, // a swap: same key set
+				{[]string{`UPDATE pm SET v = 'x' WHERE id = 4`}, "BU", "BU"},
+				{[]string{`UPDATE pm SET v = v WHERE id = 4`}, "BU", "BU"},
+				{[]string{`UPDATE pm SET id = 10 WHERE id = 3`}, "BA", "BA"},
+				{[]string{`UPDATE pm SET id = id + 1 WHERE id IN (4, 5)`}, "BBAA", "BBAA"}, // new key 6
+				{[]string{`UPDATE pm SET v = 'y' WHERE false`}, "", ""},
+				{[]string{`INSERT INTO pm VALUES (7, 'g')`}, "I", "I"},
+				{[]string{`DELETE FROM pm WHERE id = 7`}, "D", "D"},
+				// Under a BEFORE trigger, 8 becomes 108.
+				{[]string{`UPDATE pm SET v = 'shift' WHERE id = 8`}, "BU", "BA"},
+				// A key set to itself after an update in one transaction.
+				{[]string{`UPDATE pm SET v = 'z' WHERE id = 6`, `UPDATE pm SET id = id WHERE id = 10`}, "BABA", "BUBU"},
+			} {
+				tx, err := b.pool.Begin(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, st := range c.stmts {
+					if _, err := tx.Exec(context.Background(), strings.ReplaceAll(st, "pm", tab)); err != nil {
+						t.Fatalf("%s: %v", st, err)
+					}
+				}
+				if err := tx.Commit(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				want := c.byCols
+				if m.by == PairByStatement {
+					want = c.byStm
+				}
+				var ops string
+				ops, seq = logOps(t, b, log, seq)
+				if ops != want {
+					t.Errorf("%s: logged %q, want %q", c.stmts, ops, want)
+				}
+			}
+			want := netDiff(before, tableState(t, b, tab))
+			window, table := bothReads(t, b, tab+"_s")
+			check(t, "window read", window, want)
+			check(t, "read from the table", table, want)
+		})
 	}
-	after := map[int]string{1: "b", 2: "a", 5: "x", 6: "e", 10: "c"}
-	want := netDiff(before, after)
-	window, table := bothReads(t, b, "pm_s")
-	check(t, "window read", window, want)
-	check(t, "read from the table", table, want)
 
 	// A table without a primary key marks no pairs.
 	sqlExec(t, b, `CREATE TABLE nk (id int, v text)`, `INSERT INTO nk VALUES (1, 'a')`)
@@ -123,6 +199,53 @@ func TestUpdatePairMarks(t *testing.T) {
 	if ops, _ := logOps(t, b, "log_nk", 0); ops != "BA" {
 		t.Errorf("UPDATE of a table without a primary key logged %q, want %q", ops, "BA")
 	}
+}
+
+// TestBeforeUpdateTriggerAdded: a BEFORE UPDATE trigger created after
+// tracking was enabled (pairs told by columns) can change a key no
+// statement sets, so the 'U' mark of such a change is wrong: reads stop
+// using the marks at once, and enabling tracking again unmarks the log
+// and pairs by statement. Each read returns the net changes computed
+// from the table's states.
+func TestBeforeUpdateTriggerAdded(t *testing.T) {
+	b, _ := openDB(t)
+	sqlExec(t, b, shiftFunc,
+		`CREATE TABLE bt (id int PRIMARY KEY, v text)`,
+		`INSERT INTO bt VALUES (1, 'a'), (2, 'b'), (3, 'c')`)
+	track(t, b, "bt")
+	mkStream(t, b, "bt_s", "bt", dsl.ModeStandard, false)
+	before := tableState(t, b, "bt")
+	sqlExec(t, b, `CREATE TRIGGER shift BEFORE UPDATE ON bt FOR EACH ROW EXECUTE FUNCTION shift_key()`,
+		`UPDATE bt SET v = 'shift' WHERE id = 1`) // 1 becomes 101
+	if ops, _ := logOps(t, b, "log_bt", 0); ops != "BU" {
+		t.Fatalf("logged %q, want %q (the function still pairs by columns)", ops, "BU")
+	}
+	if by, known := pairedBy(t, b, "bt"); by != PairByColumns || known {
+		t.Fatalf("paired by %q, known %v; want %q, not known", by, known, PairByColumns)
+	}
+	want := netDiff(before, tableState(t, b, "bt"))
+	window, table := bothReads(t, b, "bt_s")
+	check(t, "window read", window, want)
+	check(t, "read from the table", table, want)
+
+	before = tableState(t, b, "bt")
+	sqlExec(t, b, `UPDATE bt SET v = 'shift' WHERE id = 2`) // unread when tracking is enabled again
+	_, seq := logOps(t, b, "log_bt", 0)
+	track(t, b, "bt")
+	if by, known := pairedBy(t, b, "bt"); by != PairByStatement || !known {
+		t.Fatalf("after enabling again: paired by %q, known %v; want %q, known", by, known, PairByStatement)
+	}
+	if ops, _ := logOps(t, b, "log_bt", seq-2); ops != "BA" {
+		t.Errorf("after enabling again the unread update is logged %q, want %q (unmarked)", ops, "BA")
+	}
+	sqlExec(t, b, `UPDATE bt SET v = 'shift' WHERE id = 3`, `UPDATE bt SET v = 'd' WHERE id = 102`)
+	if ops, _ := logOps(t, b, "log_bt", seq); ops != "BABU" {
+		t.Errorf("paired by statement: logged %q, want %q", ops, "BABU")
+	}
+	want = netDiff(before, tableState(t, b, "bt"))
+	window, table = bothReads(t, b, "bt_s")
+	check(t, "window read after enabling again", window, want)
+	check(t, "read from the table after enabling again", table, want)
 }
 
 // readErr is the error of describing stream name or taking its read

@@ -25,22 +25,75 @@ type Tracked struct {
 	// table without a primary key, or a function written before pairs
 	// were marked).
 	PairedKey []string
+	// PairedBy says how the capture function tells paired UPDATEs:
+	// PairByStatement or PairByColumns ("" from an earlier sluice: by
+	// statement when PairedKey is set).
+	PairedBy string
+	// keysTrigger and beforeUpdate are read from the catalog with the
+	// tracking (updateTriggers): the table has the enabled
+	// pairKeysTrigger, and it (or a partition) has a row-level BEFORE
+	// UPDATE trigger.
+	keysTrigger, beforeUpdate bool
 }
+
+// How the capture function tells an UPDATE statement's new images are
+// paired (sluice.tracking.paired_by).
+const (
+	// PairByStatement: one EXCEPT of the transition tables' keys per
+	// UPDATE statement (the function marks 'U' when no new key is missing
+	// from the old keys).
+	PairByStatement = "statement"
+	// PairByColumns: the function marks every UPDATE's new images 'U',
+	// and the trigger pairKeysTrigger, AFTER UPDATE OF the key columns,
+	// turns the transaction's 'U' rows into 'A' after a statement that
+	// sets a key column. Chosen when the table has no row-level BEFORE
+	// UPDATE trigger, which could change a key the statement does not set
+	// (PostgreSQL does not consider such changes for UPDATE OF, see
+	// CREATE TRIGGER).
+	PairByColumns = "columns"
+)
+
+// pairKeysTrigger is the statement-level AFTER UPDATE OF <key columns>
+// trigger of PairByColumns. It fires after sluice_capture_upd: PostgreSQL
+// fires the triggers of one event in the order of their names.
+const pairKeysTrigger = "sluice_capture_upd_keys"
 
 // pairsKnown reports whether the log's 'U' rows are paired under the
 // table's current primary key, so a read may take every key's first log
 // row from the rows other than 'U' (tableImagesQuery). A primary key
 // redefined since tracking was enabled does not qualify until tracking is
 // enabled again.
+//
+// Under PairByColumns the marks are also unknown while the table has a
+// row-level BEFORE UPDATE trigger (one could change a key that no UPDATE
+// OF sees) or lacks pairKeysTrigger: a read then treats 'U' like 'A',
+// and enabling tracking again unmarks the log and pairs by statement.
 func (t *Tracked) pairsKnown() bool {
-	return len(t.PairedKey) > 0 && slices.Equal(t.PairedKey, t.Table.Key)
+	if len(t.PairedKey) == 0 || !slices.Equal(t.PairedKey, t.Table.Key) {
+		return false
+	}
+	return t.PairedBy != PairByColumns || (t.keysTrigger && !t.beforeUpdate)
+}
+
+// updateTriggers reads, for table (a name sinkpg.Quote quotes), whether
+// it has pairKeysTrigger enabled (ALWAYS, as sluice makes it) and
+// whether it or any of its partitions has a row-level BEFORE UPDATE
+// trigger, enabled or not (tgtype bits ROW 1, BEFORE 2, UPDATE 16, from
+// PostgreSQL's catalog/pg_trigger.h).
+func updateTriggers(ctx context.Context, q sinkpg.Querier, table string) (keys, before bool, err error) {
+	err = q.QueryRow(ctx, `WITH r AS (SELECT to_regclass($1) AS oid),
+	rels AS (SELECT oid FROM r UNION SELECT p.relid FROM r, pg_partition_tree(r.oid) p)
+SELECT EXISTS (SELECT 1 FROM pg_trigger t, r WHERE t.tgrelid = r.oid AND t.tgname = $2 AND t.tgenabled = 'A'),
+	EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid IN (SELECT oid FROM rels) AND NOT t.tgisinternal AND t.tgtype & 19 = 19)`,
+		sinkpg.Quote(table), pairKeysTrigger).Scan(&keys, &before)
+	return keys, before, err
 }
 
 // LogRef returns the schema-qualified, quoted log table.
 func (t *Tracked) LogRef() string { return "sluice." + sinkpg.Quote(t.Log) }
 
 // Trigger names on a tracked table.
-var triggerNames = []string{"sluice_capture_ins", "sluice_capture_upd", "sluice_capture_del", "sluice_capture_trunc"}
+var triggerNames = []string{"sluice_capture_ins", "sluice_capture_upd", "sluice_capture_del", "sluice_capture_trunc", pairKeysTrigger}
 
 // objectName builds prefix+table within PostgreSQL's 63-byte identifier
 // limit, replacing the tail by a hash when it is too long.
@@ -63,8 +116,9 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // tracked returns the tracking of table, ok false when it has none.
 func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (*Tracked, bool, error) {
 	var t Tracked
-	err := q.QueryRow(ctx, `SELECT log_table, func_name, enabled_at::text, paired_key FROM sluice.tracking WHERE table_name = $1`, table).
-		Scan(&t.Log, &t.Func, &t.Created, &t.PairedKey)
+	var by *string
+	err := q.QueryRow(ctx, `SELECT log_table, func_name, enabled_at::text, paired_key, paired_by FROM sluice.tracking WHERE table_name = $1`, table).
+		Scan(&t.Log, &t.Func, &t.Created, &t.PairedKey, &by)
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
 		return nil, false, nil
 	}
@@ -79,6 +133,12 @@ func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (
 		return nil, false, fmt.Errorf("%w: %s (it has change tracking; DROP TABLE through sluice removes the log)", ErrNoTable, sinkpg.Quote(table))
 	}
 	t.Table = tab
+	if by != nil {
+		t.PairedBy = *by
+	}
+	if t.keysTrigger, t.beforeUpdate, err = updateTriggers(ctx, q, table); err != nil {
+		return nil, false, b.wrap(err, "read triggers of %s", sinkpg.Quote(table))
+	}
 	return &t, true, nil
 }
 
@@ -177,6 +237,16 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 		if tracked {
 			t.Log, t.Func = old.Log, old.Func
 		}
+		_, before, err := updateTriggers(ctx, tx, table)
+		if err != nil {
+			return err
+		}
+		if len(t.PairedKey) > 0 {
+			t.PairedBy = PairByColumns
+			if before {
+				t.PairedBy = PairByStatement
+			}
+		}
 		for _, s := range trackingDDL(t, qualified) {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return fmt.Errorf("%w (in: %s)", err, firstLine(s))
@@ -186,21 +256,23 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 			if err := checkPendingKeys(ctx, tx, t); err != nil {
 				return err
 			}
-			// The 'U' rows logged so far are paired under the old key (if
-			// any): unmark them, so every 'U' row in the log is paired
-			// under tracking.paired_key.
-			if len(old.PairedKey) > 0 {
-				if _, err := tx.Exec(ctx, `UPDATE `+t.LogRef()+` SET __op = 'A' WHERE __op = 'U'`); err != nil {
-					return err
-				}
+		}
+		// 'U' rows whose pairing is not known (logged under another key,
+		// or by column while a BEFORE UPDATE trigger could change keys)
+		// are unmarked, so every 'U' row in the log is paired under
+		// tracking.paired_key.
+		if tracked && len(old.PairedKey) > 0 && !old.pairsKnown() {
+			if _, err := tx.Exec(ctx, `UPDATE `+t.LogRef()+` SET __op = 'A' WHERE __op = 'U'`); err != nil {
+				return err
 			}
 		}
 		var paired []string // NULL for a table without a primary key
+		var by *string
 		if len(t.PairedKey) > 0 {
-			paired = t.PairedKey
+			paired, by = t.PairedKey, &t.PairedBy
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key`, table, t.Log, t.Func, paired)
+		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key, paired_by) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key, paired_by = EXCLUDED.paired_by`, table, t.Log, t.Func, paired, by)
 		return err
 	}), "enable change tracking on %s", sinkpg.Quote(table))
 }
@@ -226,21 +298,39 @@ func trackingDDL(t *Tracked, qualified string) []string {
 	}
 	cl := strings.Join(cols, ", ")
 	// An UPDATE's new images are 'U' (paired: each has an old image of
-	// the same key earlier in the statement) when no new key is missing
-	// from the old keys, else 'A', decided once per statement by an
-	// InitPlan inside the one INSERT. EXCEPT hashes or sorts whatever plan
-	// PL/pgSQL caches for the transition tables' sizes; a join could be
-	// cached as a nested loop from one-row statements and turn a bulk
-	// UPDATE quadratic. Measured against the function without the check
-	// (PostgreSQL 15, pgbench scale 10, alternating): pgbench tpcb-like TPS
-	// the same within the runs' noise, a 100,000-row UPDATE 0.80 s
-	// against 0.72 s.
-	newOp := `'A'`
+	// the same key earlier in the statement) or 'A'.
+	//
+	// PairByColumns: always 'U' here; after a statement that sets a key
+	// column, pairKeysTrigger runs this function again (with an argument)
+	// to turn the transaction's 'U' rows into 'A', found through the
+	// __txid index. That turns more rows than needed (earlier statements',
+	// and statements setting a key to itself) but only ever from 'U' to
+	// 'A', which is always right. Statements that set no key column, the
+	// common case, pay nothing for the pairing.
+	//
+	// PairByStatement: 'U' when no new key is missing from the old keys,
+	// else 'A', decided once per statement by an InitPlan inside the one
+	// INSERT. EXCEPT hashes or sorts whatever plan PL/pgSQL caches for the
+	// transition tables' sizes; a join could be cached as a nested loop
+	// from one-row statements and turn a bulk UPDATE quadratic. It costs a
+	// one-row UPDATE about 8 µs (PostgreSQL 15, pgbench -M prepared, one
+	// client, alternating: docs/benchmarks.md).
+	newOp, fixup := `'A'`, ""
 	if keys := t.PairedKey; len(keys) > 0 {
-		kl := sinkpg.QuoteList("", keys)
-		newOp = fmt.Sprintf(`(SELECT CASE WHEN EXISTS (SELECT %[1]s FROM sluice_new EXCEPT SELECT %[1]s FROM sluice_old) THEN 'A' ELSE 'U' END)`, kl)
+		switch t.PairedBy {
+		case PairByColumns:
+			newOp = `'U'`
+			fixup = fmt.Sprintf(`IF TG_NARGS > 0 THEN
+			UPDATE %s SET __op = 'A' WHERE __txid = pg_current_xact_id() AND __op = 'U';
+			RETURN NULL;
+		END IF;
+		`, log)
+		default:
+			kl := sinkpg.QuoteList("", keys)
+			newOp = fmt.Sprintf(`(SELECT CASE WHEN EXISTS (SELECT %[1]s FROM sluice_new EXCEPT SELECT %[1]s FROM sluice_old) THEN 'A' ELSE 'U' END)`, kl)
+		}
 	}
-	update := fmt.Sprintf(`INSERT INTO %[1]s (__op, %[2]s) SELECT 'B'::"char", %[2]s FROM sluice_old UNION ALL SELECT %[3]s::"char", %[2]s FROM sluice_new;`, log, cl, newOp)
+	update := fixup + fmt.Sprintf(`INSERT INTO %[1]s (__op, %[2]s) SELECT 'B'::"char", %[2]s FROM sluice_old UNION ALL SELECT %[3]s::"char", %[2]s FROM sluice_new;`, log, cl, newOp)
 	out := []string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 	__seq  bigserial NOT NULL,
@@ -255,9 +345,10 @@ func trackingDDL(t *Tracked, qualified string) []string {
 	}
 	// GET DIAGNOSTICS after the one INSERT that ran: a statement that
 	// touched no row does not notify, nor does one while no session
-	// listens on the channel (RegisterListener). NOTIFYs are delivered at commit, once
-	// per channel and transaction however many statements sent them.
-	// use_column: a table column named like the variable stays a column.
+	// listens on the channel (notifyGate, RegisterListener). NOTIFYs are
+	// delivered at commit, once per channel and transaction however many
+	// statements sent them. use_column: a table column named like the
+	// variable stays a column.
 	out = append(out, fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s() RETURNS trigger LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $sluice$
 #variable_conflict use_column
@@ -274,12 +365,12 @@ BEGIN
 		INSERT INTO %[2]s (__op, %[3]s) SELECT 'D', %[3]s FROM %[4]s;
 	END IF;
 	GET DIAGNOSTICS n = ROW_COUNT;
-	IF n > 0 AND EXISTS (SELECT 1 FROM sluice.listeners WHERE channel = %[5]s) THEN
+	IF n > 0 AND %[7]s THEN
 		PERFORM pg_notify(%[5]s, '');
 	END IF;
 	RETURN NULL;
 END
-$sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name)), update))
+$sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name)), update, notifyGate(NotifyChannel(t.Table.Name))))
 	for _, name := range triggerNames {
 		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))
 	}
@@ -289,7 +380,13 @@ $sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name)), upda
 		fmt.Sprintf(`CREATE TRIGGER sluice_capture_del AFTER DELETE ON %s REFERENCING OLD TABLE AS sluice_old FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
 		fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
 	)
-	for _, name := range triggerNames {
+	made := triggerNames[:len(triggerNames)-1]
+	if fixup != "" {
+		out = append(out, fmt.Sprintf(`CREATE TRIGGER %s AFTER UPDATE OF %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s('pair')`,
+			pairKeysTrigger, sinkpg.QuoteList("", t.PairedKey), qualified, fn))
+		made = triggerNames
+	}
+	for _, name := range made {
 		out = append(out, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, qualified, name))
 	}
 	return out

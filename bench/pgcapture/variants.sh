@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# variants.sh: what each part of the capture function costs a one-row
+# UPDATE, measured side by side on one server. Prints the median time per
+# statement of each database and its difference from the untracked one.
+#
+#   bash bench/pgcapture/variants.sh 'postgres://postgres@127.0.0.1:55433/postgres?sslmode=disable' [seconds] [rounds]
+#
+# Use a throw-away server (it creates and drops databases named
+# sluice_var_*); pgbench, psql and go must be on the PATH, or pgbench in
+# /usr/lib/postgresql/*/bin. Databases, all pgbench -i -s 10:
+#
+#   untracked  no capture
+#   current    change tracking as sluice enables it (pairs by columns, the
+#              NOTIFY gated by an advisory lock)
+#   statement  pairs by statement (the EXCEPT check), as for a table with a
+#              BEFORE UPDATE trigger: enabled with one, which is then dropped
+#   listeners  current with the previous NOTIFY gate, a query of
+#              sluice.listeners (the function edited with sed)
+#   bare       current without pairs and without the NOTIFY gate (edited)
+#
+# Each round runs pgbench (one client, -M prepared, only
+# "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :random")
+# on every database in turn, after a CHECKPOINT.
+set -euo pipefail
+url=${1:?server URL}
+secs=${2:-6}
+rounds=${3:-6}
+cd "$(dirname "$0")/../.."
+pgbench=$(command -v pgbench || ls /usr/lib/postgresql/*/bin/pgbench | tail -1)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/sluice" ./cmd/sluice
+db() { echo "$url" | sed -E "s#/[^/?]*(\?|$)#/$1\1#"; }
+psqlq() { psql -qAt -v ON_ERROR_STOP=1 "$@"; }
+names=(untracked current statement listeners bare)
+for n in "${names[@]}"; do
+	psqlq "$url" -c "DROP DATABASE IF EXISTS sluice_var_$n" -c "CREATE DATABASE sluice_var_$n"
+	"$pgbench" -i -s 10 -q "$(db sluice_var_$n)" >/dev/null 2>&1
+done
+trap 'for n in "${names[@]}"; do psqlq "$url" -c "DROP DATABASE IF EXISTS sluice_var_$n WITH (FORCE)"; done; rm -rf "$work"' EXIT
+enable="ALTER TABLE pgbench_accounts SET PROPERTIES ('change_tracking' = 'true');"
+for n in current listeners bare; do
+	"$work/sluice" sql --conn "$(db sluice_var_$n)" "$enable" >/dev/null
+done
+psqlq "$(db sluice_var_statement)" -c "CREATE FUNCTION noop() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN RETURN NEW; END \$\$" \
+	-c "CREATE TRIGGER noop BEFORE UPDATE ON pgbench_accounts FOR EACH ROW EXECUTE FUNCTION noop()"
+"$work/sluice" sql --conn "$(db sluice_var_statement)" "$enable" >/dev/null
+psqlq "$(db sluice_var_statement)" -c "DROP TRIGGER noop ON pgbench_accounts"
+fn="SELECT pg_get_functiondef('sluice.cap_pgbench_accounts'::regproc)"
+psqlq "$(db sluice_var_current)" -c "$fn" >"$work/f.sql"
+listeners="EXISTS (SELECT 1 FROM sluice.listeners WHERE channel = 'sluice_changes_pgbench_accounts')"
+sed -E "s/NOT \(pg_try_advisory_lock.*\) THEN/$listeners THEN/" "$work/f.sql" | psqlq "$(db sluice_var_listeners)"
+sed -E -e "s/IF n > 0 AND .* THEN/IF false THEN/" "$work/f.sql" | psqlq "$(db sluice_var_bare)"
+psqlq "$(db sluice_var_bare)" -c "DROP TRIGGER sluice_capture_upd_keys ON pgbench_accounts"
+grep -q "sluice.listeners" <(psqlq "$(db sluice_var_listeners)" -c "$fn") || { echo "listeners variant not made" >&2; exit 1; }
+grep -q "EXCEPT" <(psqlq "$(db sluice_var_statement)" -c "$fn") || { echo "statement variant not made" >&2; exit 1; }
+grep -q "IF false" <(psqlq "$(db sluice_var_bare)" -c "$fn") || { echo "bare variant not made" >&2; exit 1; }
+
+printf '\\set aid random(1, 100000 * :scale)\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\n' >"$work/upd.sql"
+chmod 644 "$work/upd.sql"
+chmod 755 "$work"
+for r in $(seq "$rounds"); do
+	for n in "${names[@]}"; do
+		psqlq "$url" -c CHECKPOINT
+		tps=$("$pgbench" -n -s 10 -c 1 -M prepared -f "$work/upd.sql" -T "$secs" "$(db sluice_var_$n)" 2>&1 | sed -n 's/tps = \([0-9.]*\) (without.*/\1/p')
+		echo "$r $n $tps" >>"$work/runs"
+		echo "round $r $n: $tps tps"
+	done
+done
+echo
+awk -v order="${names[*]}" '
+	{ us[$2] = us[$2] " " 1e6 / $3 }
+	function median(s,   a, n, i, j, t) {
+		n = split(s, a, " ")
+		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	END {
+		split(order, names, " ")
+		base = median(us["untracked"])
+		printf "%-10s %14s %12s\n", "database", "µs/UPDATE", "capture µs"
+		for (i = 1; i <= length(names); i++) { m = median(us[names[i]]); printf "%-10s %14.1f %+12.1f\n", names[i], m, m - base }
+	}' "$work/runs"
