@@ -92,8 +92,12 @@ SELECT EXISTS (SELECT 1 FROM pg_trigger t, r WHERE t.tgrelid = r.oid AND t.tgnam
 // LogRef returns the schema-qualified, quoted log table.
 func (t *Tracked) LogRef() string { return "sluice." + sinkpg.Quote(t.Log) }
 
-// Trigger names on a tracked table.
-var triggerNames = []string{"sluice_capture_ins", "sluice_capture_upd", "sluice_capture_del", "sluice_capture_trunc", pairKeysTrigger}
+// captureTriggers are the triggers of every tracked table; triggerNames
+// are all that sluice may make on one.
+var (
+	captureTriggers = []string{"sluice_capture_ins", "sluice_capture_upd", "sluice_capture_del", "sluice_capture_trunc"}
+	triggerNames    = append(slices.Clip(captureTriggers), pairKeysTrigger)
+)
 
 // objectName builds prefix+table within PostgreSQL's 63-byte identifier
 // limit, replacing the tail by a hash when it is too long.
@@ -380,7 +384,7 @@ $sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name)), upda
 		fmt.Sprintf(`CREATE TRIGGER sluice_capture_del AFTER DELETE ON %s REFERENCING OLD TABLE AS sluice_old FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
 		fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
 	)
-	made := triggerNames[:len(triggerNames)-1]
+	made := captureTriggers
 	if fixup != "" {
 		out = append(out, fmt.Sprintf(`CREATE TRIGGER %s AFTER UPDATE OF %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s('pair')`,
 			pairKeysTrigger, sinkpg.QuoteList("", t.PairedKey), qualified, fn))
