@@ -10,12 +10,14 @@
 # /usr/lib/postgresql/*/bin. Databases, all pgbench -i -s 10:
 #
 #   untracked  no capture
-#   current    change tracking as sluice enables it (pairs by columns, the
-#              NOTIFY gated by an advisory lock)
-#   statement  pairs by statement (the EXCEPT check), as for a table with a
-#              BEFORE UPDATE trigger: enabled with one, which is then dropped
+#   current    change tracking as sluice enables it (updates paired unless a
+#              row trigger saw a key change; the NOTIFY gated by an
+#              advisory lock)
+#   statement  current with the previous pairing, one EXCEPT of the
+#              transition tables' keys per UPDATE statement, and without
+#              the key-change trigger (the function edited with sed)
 #   listeners  current with the previous NOTIFY gate, a query of
-#              sluice.listeners (the function edited with sed)
+#              sluice.listeners (edited)
 #   bare       current without pairs and without the NOTIFY gate (edited)
 #
 # Each round runs pgbench (one client, -M prepared, only
@@ -39,19 +41,19 @@ for n in "${names[@]}"; do
 done
 trap 'for n in "${names[@]}"; do psqlq "$url" -c "DROP DATABASE IF EXISTS sluice_var_$n WITH (FORCE)"; done; rm -rf "$work"' EXIT
 enable="ALTER TABLE pgbench_accounts SET PROPERTIES ('change_tracking' = 'true');"
-for n in current listeners bare; do
+for n in current statement listeners bare; do
 	"$work/sluice" sql --conn "$(db sluice_var_$n)" "$enable" >/dev/null
 done
-psqlq "$(db sluice_var_statement)" -c "CREATE FUNCTION noop() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN RETURN NEW; END \$\$" \
-	-c "CREATE TRIGGER noop BEFORE UPDATE ON pgbench_accounts FOR EACH ROW EXECUTE FUNCTION noop()"
-"$work/sluice" sql --conn "$(db sluice_var_statement)" "$enable" >/dev/null
-psqlq "$(db sluice_var_statement)" -c "DROP TRIGGER noop ON pgbench_accounts"
 fn="SELECT pg_get_functiondef('sluice.cap_pgbench_accounts'::regproc)"
 psqlq "$(db sluice_var_current)" -c "$fn" >"$work/f.sql"
 listeners="EXISTS (SELECT 1 FROM sluice.listeners WHERE channel = 'sluice_changes_pgbench_accounts')"
+except="(SELECT CASE WHEN EXISTS (SELECT \"aid\" FROM sluice_new EXCEPT SELECT \"aid\" FROM sluice_old) THEN 'A' ELSE 'U' END)"
+sed -E "s/SELECT 'U'::\"char\"/SELECT $except::\"char\"/" "$work/f.sql" | psqlq "$(db sluice_var_statement)"
 sed -E "s/NOT \(pg_try_advisory_lock.*\) THEN/$listeners THEN/" "$work/f.sql" | psqlq "$(db sluice_var_listeners)"
-sed -E -e "s/IF n > 0 AND .* THEN/IF false THEN/" "$work/f.sql" | psqlq "$(db sluice_var_bare)"
-psqlq "$(db sluice_var_bare)" -c "DROP TRIGGER sluice_capture_upd_keys ON pgbench_accounts"
+sed -E -e "s/IF n > 0 AND .* THEN/IF false THEN/" -e "s/SELECT 'U'::\"char\"/SELECT 'A'::\"char\"/" "$work/f.sql" | psqlq "$(db sluice_var_bare)"
+for n in statement bare; do
+	psqlq "$(db sluice_var_$n)" -c "DROP TRIGGER sluice_capture_key_change ON pgbench_accounts"
+done
 grep -q "sluice.listeners" <(psqlq "$(db sluice_var_listeners)" -c "$fn") || { echo "listeners variant not made" >&2; exit 1; }
 grep -q "EXCEPT" <(psqlq "$(db sluice_var_statement)" -c "$fn") || { echo "statement variant not made" >&2; exit 1; }
 grep -q "IF false" <(psqlq "$(db sluice_var_bare)" -c "$fn") || { echo "bare variant not made" >&2; exit 1; }

@@ -17,9 +17,9 @@
 //     triggers: AFTER INSERT / UPDATE / DELETE with transition tables (one
 //     INSERT … SELECT per statement, however many rows it touched) and
 //     BEFORE TRUNCATE, which logs every row as deleted, plus, for a table
-//     with a primary key, one AFTER UPDATE OF its key columns (see
-//     below). All are ENABLE ALWAYS, so session_replication_role =
-//     replica does not skip them.
+//     with a primary key, a row-level AFTER UPDATE trigger WHEN the
+//     row's key changed (see below). All are ENABLE ALWAYS, so
+//     session_replication_role = replica does not skip them.
 //
 // The capture function also runs pg_notify(NotifyChannel(t)) (empty
 // payload) after a statement that logged at least one row, while some
@@ -58,25 +58,22 @@
 // when each follows an old image of its key in the same statement, so a
 // 'U' row is never a key's first row, and the read that needs only first
 // rows (tableImagesQuery) sorts the log without them, about half the
-// rows of an update; otherwise 'A'. Which one is decided under the
-// primary key recorded in sluice.tracking (paired_key) when tracking was
-// enabled, in one of two ways (paired_by):
-//
-//   - PairByColumns, the default: the function logs 'U', and a fifth
-//     trigger, AFTER UPDATE OF the key columns, turns the transaction's
-//     'U' rows into 'A' after any statement that sets a key column.
-//     Updates that set no key column, the common case, pay nothing.
-//   - PairByStatement, when the table (or a partition) has a row-level
-//     BEFORE UPDATE trigger, which could change a key no UPDATE OF sees:
-//     'U' when no new key is missing from the old keys, by one EXCEPT of
-//     the transition tables' keys per statement.
+// rows of an update; otherwise 'A'. The marks are made under the primary
+// key recorded in sluice.tracking (paired_key) when tracking was enabled
+// (paired_by PairByKeyChange): a row-level AFTER UPDATE trigger, WHEN
+// the row's old and new key differ, sets a setting local to the
+// transaction, and from then on the transaction's UPDATEs of the table
+// log 'A'. That trigger sees the rows as written, so keys changed by a
+// BEFORE trigger, a rule or a cascade count too; updates that change no
+// key pay one WHEN per row. (The previous function checked every UPDATE
+// statement with one EXCEPT of the transition tables' keys.)
 //
 // A read uses the marks only while the table's primary key is still
-// paired_key and, under PairByColumns, while the table has the fifth
-// trigger and no BEFORE UPDATE trigger (Tracked.pairsKnown). Enabling
-// tracking again under another key, or after such a trigger was created,
-// turns the log's 'U' rows into 'A'. Logs written before the marks have
-// only 'A' rows, which every read treats like 'U' but never leaves out.
+// paired_key and the key-change trigger is in place (Tracked.pairsKnown);
+// enabling tracking again under another key, or after the trigger was
+// dropped or disabled by hand, turns the log's 'U' rows into 'A'. Logs
+// written before the marks have only 'A' rows, which every read treats
+// like 'U' but never leaves out.
 //
 // # Offsets: snapshot batches (PgQ style)
 //

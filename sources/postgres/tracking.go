@@ -26,67 +26,49 @@ type Tracked struct {
 	// were marked).
 	PairedKey []string
 	// PairedBy says how the capture function tells paired UPDATEs:
-	// PairByStatement or PairByColumns ("" from an earlier sluice: by
-	// statement when PairedKey is set).
+	// PairByKeyChange, or "" for a function of an earlier sluice, which
+	// checked every UPDATE statement with one EXCEPT of the transition
+	// tables' keys (when PairedKey is set).
 	PairedBy string
-	// keysTrigger and beforeUpdate are read from the catalog with the
-	// tracking (updateTriggers): the table has the enabled
-	// pairKeysTrigger, and it (or a partition) has a row-level BEFORE
-	// UPDATE trigger.
-	keysTrigger, beforeUpdate bool
+	// keyTrigger is read from the catalog with the tracking: the table has
+	// keyChangeTrigger, enabled ALWAYS as sluice makes it.
+	keyTrigger bool
 }
 
-// How the capture function tells an UPDATE statement's new images are
-// paired (sluice.tracking.paired_by).
-const (
-	// PairByStatement: one EXCEPT of the transition tables' keys per
-	// UPDATE statement (the function marks 'U' when no new key is missing
-	// from the old keys).
-	PairByStatement = "statement"
-	// PairByColumns: the function marks every UPDATE's new images 'U',
-	// and the trigger pairKeysTrigger, AFTER UPDATE OF the key columns,
-	// turns the transaction's 'U' rows into 'A' after a statement that
-	// sets a key column. Chosen when the table has no row-level BEFORE
-	// UPDATE trigger, which could change a key the statement does not set
-	// (PostgreSQL does not consider such changes for UPDATE OF, see
-	// CREATE TRIGGER).
-	PairByColumns = "columns"
-)
+// PairByKeyChange (sluice.tracking.paired_by): the capture function
+// logs an UPDATE's new images as 'U' unless its transaction has changed
+// a key of the table, which keyChangeTrigger records.
+const PairByKeyChange = "key_change"
 
-// pairKeysTrigger is the statement-level AFTER UPDATE OF <key columns>
-// trigger of PairByColumns. It fires after sluice_capture_upd: PostgreSQL
-// fires the triggers of one event in the order of their names.
-const pairKeysTrigger = "sluice_capture_upd_keys"
+// keyChangeTrigger is the row-level AFTER UPDATE trigger of
+// PairByKeyChange, WHEN the row's old and new primary key differ. It sees
+// the rows as written, so a key changed by a BEFORE trigger, a rule or a
+// cascade counts too. PostgreSQL fires a statement's AFTER row triggers
+// before its AFTER statement triggers, so the flag is set before the
+// statement's images are logged.
+const keyChangeTrigger = "sluice_capture_key_change"
 
 // pairsKnown reports whether the log's 'U' rows are paired under the
 // table's current primary key, so a read may take every key's first log
 // row from the rows other than 'U' (tableImagesQuery). A primary key
 // redefined since tracking was enabled does not qualify until tracking is
-// enabled again.
-//
-// Under PairByColumns the marks are also unknown while the table has a
-// row-level BEFORE UPDATE trigger (one could change a key that no UPDATE
-// OF sees) or lacks pairKeysTrigger: a read then treats 'U' like 'A',
-// and enabling tracking again unmarks the log and pairs by statement.
+// enabled again, nor does a PairByKeyChange table that lacks
+// keyChangeTrigger (dropped or disabled by hand): a read then treats 'U'
+// like 'A', and enabling tracking again unmarks the log.
 func (t *Tracked) pairsKnown() bool {
 	if len(t.PairedKey) == 0 || !slices.Equal(t.PairedKey, t.Table.Key) {
 		return false
 	}
-	return t.PairedBy != PairByColumns || (t.keysTrigger && !t.beforeUpdate)
+	return t.PairedBy != PairByKeyChange || t.keyTrigger
 }
 
-// updateTriggers reads, for table (a name sinkpg.Quote quotes), whether
-// it has pairKeysTrigger enabled (ALWAYS, as sluice makes it) and
-// whether it or any of its partitions has a row-level BEFORE UPDATE
-// trigger, enabled or not (tgtype bits ROW 1, BEFORE 2, UPDATE 16, from
-// PostgreSQL's catalog/pg_trigger.h).
-func updateTriggers(ctx context.Context, q sinkpg.Querier, table string) (keys, before bool, err error) {
-	err = q.QueryRow(ctx, `WITH r AS (SELECT to_regclass($1) AS oid),
-	rels AS (SELECT oid FROM r UNION SELECT p.relid FROM r, pg_partition_tree(r.oid) p)
-SELECT EXISTS (SELECT 1 FROM pg_trigger t, r WHERE t.tgrelid = r.oid AND t.tgname = $2 AND t.tgenabled = 'A'),
-	EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid IN (SELECT oid FROM rels) AND NOT t.tgisinternal AND t.tgtype & 19 = 19)`,
-		sinkpg.Quote(table), pairKeysTrigger).Scan(&keys, &before)
-	return keys, before, err
+// hasKeyTrigger reports whether table (a name sinkpg.Quote quotes) has
+// keyChangeTrigger enabled ALWAYS.
+func hasKeyTrigger(ctx context.Context, q sinkpg.Querier, table string) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = $2 AND tgenabled = 'A')`,
+		sinkpg.Quote(table), keyChangeTrigger).Scan(&ok)
+	return ok, err
 }
 
 // LogRef returns the schema-qualified, quoted log table.
@@ -96,7 +78,7 @@ func (t *Tracked) LogRef() string { return "sluice." + sinkpg.Quote(t.Log) }
 // are all that sluice may make on one.
 var (
 	captureTriggers = []string{"sluice_capture_ins", "sluice_capture_upd", "sluice_capture_del", "sluice_capture_trunc"}
-	triggerNames    = append(slices.Clip(captureTriggers), pairKeysTrigger)
+	triggerNames    = append(slices.Clip(captureTriggers), keyChangeTrigger)
 )
 
 // objectName builds prefix+table within PostgreSQL's 63-byte identifier
@@ -140,7 +122,7 @@ func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (
 	if by != nil {
 		t.PairedBy = *by
 	}
-	if t.keysTrigger, t.beforeUpdate, err = updateTriggers(ctx, q, table); err != nil {
+	if t.keyTrigger, err = hasKeyTrigger(ctx, q, table); err != nil {
 		return nil, false, b.wrap(err, "read triggers of %s", sinkpg.Quote(table))
 	}
 	return &t, true, nil
@@ -241,15 +223,8 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 		if tracked {
 			t.Log, t.Func = old.Log, old.Func
 		}
-		_, before, err := updateTriggers(ctx, tx, table)
-		if err != nil {
-			return err
-		}
 		if len(t.PairedKey) > 0 {
-			t.PairedBy = PairByColumns
-			if before {
-				t.PairedBy = PairByStatement
-			}
+			t.PairedBy = PairByKeyChange
 		}
 		for _, s := range trackingDDL(t, qualified) {
 			if _, err := tx.Exec(ctx, s); err != nil {
@@ -262,9 +237,8 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 			}
 		}
 		// 'U' rows whose pairing is not known (logged under another key,
-		// or by column while a BEFORE UPDATE trigger could change keys)
-		// are unmarked, so every 'U' row in the log is paired under
-		// tracking.paired_key.
+		// or while keyChangeTrigger was missing) are unmarked, so every 'U'
+		// row in the log is paired under tracking.paired_key.
 		if tracked && len(old.PairedKey) > 0 && !old.pairsKnown() {
 			if _, err := tx.Exec(ctx, `UPDATE `+t.LogRef()+` SET __op = 'A' WHERE __op = 'U'`); err != nil {
 				return err
@@ -302,39 +276,37 @@ func trackingDDL(t *Tracked, qualified string) []string {
 	}
 	cl := strings.Join(cols, ", ")
 	// An UPDATE's new images are 'U' (paired: each has an old image of
-	// the same key earlier in the statement) or 'A'.
-	//
-	// PairByColumns: always 'U' here; after a statement that sets a key
-	// column, pairKeysTrigger runs this function again (with an argument)
-	// to turn the transaction's 'U' rows into 'A', found through the
-	// __txid index. That turns more rows than needed (earlier statements',
-	// and statements setting a key to itself) but only ever from 'U' to
-	// 'A', which is always right. Statements that set no key column, the
-	// common case, pay nothing for the pairing.
-	//
-	// PairByStatement: 'U' when no new key is missing from the old keys,
-	// else 'A', decided once per statement by an InitPlan inside the one
-	// INSERT. EXCEPT hashes or sorts whatever plan PL/pgSQL caches for the
-	// transition tables' sizes; a join could be cached as a nested loop
-	// from one-row statements and turn a bulk UPDATE quadratic. It costs a
-	// one-row UPDATE about 8 µs (PostgreSQL 15, pgbench -M prepared, one
-	// client, alternating: docs/benchmarks.md).
-	newOp, fixup := `'A'`, ""
-	if keys := t.PairedKey; len(keys) > 0 {
-		switch t.PairedBy {
-		case PairByColumns:
-			newOp = `'U'`
-			fixup = fmt.Sprintf(`IF TG_NARGS > 0 THEN
-			UPDATE %s SET __op = 'A' WHERE __txid = pg_current_xact_id() AND __op = 'U';
-			RETURN NULL;
-		END IF;
-		`, log)
-		default:
-			kl := sinkpg.QuoteList("", keys)
-			newOp = fmt.Sprintf(`(SELECT CASE WHEN EXISTS (SELECT %[1]s FROM sluice_new EXCEPT SELECT %[1]s FROM sluice_old) THEN 'A' ELSE 'U' END)`, kl)
-		}
+	// the same key earlier in the statement) or 'A'. keyChangeTrigger runs
+	// this function (with an argument) for each row whose key changed; it
+	// sets a flag local to the transaction, and every UPDATE of the table
+	// after it in the transaction logs 'A'. That is more 'A' rows than
+	// needed (a swap of keys within one statement is paired), which is
+	// always right. The flag is never cleared before the transaction ends:
+	// a statement nested in the triggers of another (an AFTER row trigger
+	// of the table updating it) cannot clear the outer statement's.
+	// Statements that change no key pay for the pairing one WHEN per row
+	// and one current_setting per statement. (The previous function
+	// decided by one EXCEPT of the transition tables' keys per statement,
+	// about 8 µs per one-row UPDATE: docs/benchmarks.md.)
+	insert := func(newOp string) string {
+		return fmt.Sprintf(`INSERT INTO %[1]s (__op, %[2]s) SELECT 'B'::"char", %[2]s FROM sluice_old UNION ALL SELECT %[3]s::"char", %[2]s FROM sluice_new;`, log, cl, newOp)
 	}
-	update := fixup + fmt.Sprintf(`INSERT INTO %[1]s (__op, %[2]s) SELECT 'B'::"char", %[2]s FROM sluice_old UNION ALL SELECT %[3]s::"char", %[2]s FROM sluice_new;`, log, cl, newOp)
+	update, fixup := insert(`'A'`), false
+	if len(t.PairedKey) > 0 {
+		// The flag is tested in PL/pgSQL, once per statement, rather than
+		// in the INSERT (for every row, and measured about 4 µs more for a
+		// one-row UPDATE).
+		flag := sqlLiteral(keyChangeFlag(t.Log))
+		update, fixup = fmt.Sprintf(`IF TG_NARGS > 0 THEN
+			n := length(set_config(%[1]s, 'on', true));
+			RETURN NULL;
+		ELSIF current_setting(%[1]s, true) = 'on' THEN
+			%[2]s
+		ELSE
+			%[3]s
+		END IF;`, flag, insert(`'A'`), insert(`'U'`)), true
+	}
+
 	out := []string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 	__seq  bigserial NOT NULL,
@@ -385,15 +357,30 @@ $sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name)), upda
 		fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
 	)
 	made := captureTriggers
-	if fixup != "" {
-		out = append(out, fmt.Sprintf(`CREATE TRIGGER %s AFTER UPDATE OF %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s('pair')`,
-			pairKeysTrigger, sinkpg.QuoteList("", t.PairedKey), qualified, fn))
-		made = triggerNames
+	if fixup {
+		var olds, news []string
+		for _, k := range t.PairedKey {
+			olds = append(olds, "OLD."+sinkpg.Quote(k))
+			news = append(news, "NEW."+sinkpg.Quote(k))
+		}
+		out = append(out, fmt.Sprintf(`CREATE TRIGGER %s AFTER UPDATE ON %s FOR EACH ROW WHEN ((%s) IS DISTINCT FROM (%s)) EXECUTE FUNCTION %s('key')`,
+			keyChangeTrigger, qualified, strings.Join(olds, ", "), strings.Join(news, ", "), fn))
+		made = append(slices.Clip(captureTriggers), keyChangeTrigger)
 	}
 	for _, name := range made {
 		out = append(out, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, qualified, name))
 	}
 	return out
+}
+
+// keyChangeFlag is the name of the setting (set_config, local to the
+// transaction) by which keyChangeTrigger tells the capture function of
+// the table whose log is log that a key changed: "sluice.key_changed_"
+// and a hash of the log's name (a custom setting's name is an
+// identifier, and each table needs its own).
+func keyChangeFlag(log string) string {
+	h := sha256.Sum256([]byte(log))
+	return "sluice.key_changed_" + hex.EncodeToString(h[:8])
 }
 
 // DisableTracking removes change capture from table: triggers, function,
