@@ -264,8 +264,10 @@ func (pd *pushdown) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 	if err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, hide(err, b.secret)
 	}
-	b.log.Info("pushdown run committed", "job", job, "stream", s.Name, "from", from.String(), "to", to.String())
-	if !from.Equal(to) {
+	if from.Equal(to) { // nothing new: every poll of a continuous job
+		b.log.Debug("pushdown run committed, nothing new", "job", job, "stream", s.Name, "offset", to.String())
+	} else {
+		b.log.Info("pushdown run committed", "job", job, "stream", s.Name, "from", from.String(), "to", to.String())
 		b.purgeAfterCommit(ctx, s.Table)
 	}
 	return stats, from, to, nil

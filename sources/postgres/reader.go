@@ -72,7 +72,7 @@ func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.Stream
 		return nil, nil, Position{}, fmt.Errorf("%w: stream %s was dropped or recreated (%v)", runner.ErrOffsetMoved, s.Name, err)
 	}
 	if cp, err := ParsePosition(cur); err == nil && !Covers(fp, cp) {
-		return nil, nil, Position{}, fmt.Errorf("%w: reading stream %s from %s, behind its offset %s: another run consumed the changes in between and the change log may no longer hold them",
+		return nil, nil, Position{}, fmt.Errorf("%w: reading stream %s from %s, behind its offset %s: another run consumed the changes in between and the change log may no longer hold them; to go on, give this job a stream of its own (CREATE TABLE STREAM), drop its target and run sluice backfill on the job",
 			ErrPurged, s.Name, fp, cp)
 	}
 	// The read point: the transactions below the highest txid in the
