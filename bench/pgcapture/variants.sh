@@ -1,32 +1,31 @@
 #!/usr/bin/env bash
-# variants.sh: what each part of the capture function costs a one-row
-# UPDATE, measured side by side on one server. Prints the median time per
-# statement of each database and its difference from the untracked one.
+# variants.sh: what each part of the capture function costs, measured
+# side by side on one server. Prints the median time per transaction of
+# each database and its difference from the untracked one.
 #
-#   bash bench/pgcapture/variants.sh 'postgres://postgres@127.0.0.1:55433/postgres?sslmode=disable' [seconds] [rounds]
+#   bash bench/pgcapture/variants.sh 'postgres://postgres@127.0.0.1:55433/postgres?sslmode=disable' [seconds] [rounds] [single|tpcb]
 #
 # Use a throw-away server (it creates and drops databases named
 # sluice_var_*); pgbench, psql and go must be on the PATH, or pgbench in
 # /usr/lib/postgresql/*/bin. Databases, all pgbench -i -s 10:
 #
 #   untracked  no capture
-#   current    change tracking as sluice enables it (updates paired unless a
-#              row trigger saw a key change; the NOTIFY gated by an
-#              advisory lock)
-#   statement  current with the previous pairing, one EXCEPT of the
-#              transition tables' keys per UPDATE statement, and without
-#              the key-change trigger (the function edited with sed)
+#   current    change tracking as sluice enables it (updates paired by one
+#              EXCEPT per statement, the NOTIFY gated by an advisory lock)
 #   listeners  current with the previous NOTIFY gate, a query of
-#              sluice.listeners (edited)
-#   bare       current without pairs and without the NOTIFY gate (edited)
+#              sluice.listeners (the function edited with sed)
+#   unpaired   current without the EXCEPT: every new image 'A' (edited)
+#   bare       current without the EXCEPT and without the NOTIFY gate
 #
-# Each round runs pgbench (one client, -M prepared, only
-# "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :random")
-# on every database in turn, after a CHECKPOINT.
+# Each round runs pgbench on every database in turn, after a CHECKPOINT:
+# single (the default) one client, -M prepared, only "UPDATE
+# pgbench_accounts SET abalance = abalance + 1 WHERE aid = :random"; tpcb
+# the TPC-B-like mix with 4 clients and 2 threads, as bench/pgcapture.
 set -euo pipefail
 url=${1:?server URL}
 secs=${2:-6}
 rounds=${3:-6}
+mode=${4:-single}
 cd "$(dirname "$0")/../.."
 pgbench=$(command -v pgbench || ls /usr/lib/postgresql/*/bin/pgbench | tail -1)
 work=$(mktemp -d)
@@ -34,28 +33,26 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/sluice" ./cmd/sluice
 db() { echo "$url" | sed -E "s#/[^/?]*(\?|$)#/$1\1#"; }
 psqlq() { psql -qAt -v ON_ERROR_STOP=1 "$@"; }
-names=(untracked current statement listeners bare)
+names=(untracked current listeners unpaired bare)
 for n in "${names[@]}"; do
 	psqlq "$url" -c "DROP DATABASE IF EXISTS sluice_var_$n" -c "CREATE DATABASE sluice_var_$n"
 	"$pgbench" -i -s 10 -q "$(db sluice_var_$n)" >/dev/null 2>&1
 done
 trap 'for n in "${names[@]}"; do psqlq "$url" -c "DROP DATABASE IF EXISTS sluice_var_$n WITH (FORCE)"; done; rm -rf "$work"' EXIT
 enable="ALTER TABLE pgbench_accounts SET PROPERTIES ('change_tracking' = 'true');"
-for n in current statement listeners bare; do
+for n in current listeners unpaired bare; do
 	"$work/sluice" sql --conn "$(db sluice_var_$n)" "$enable" >/dev/null
 done
 fn="SELECT pg_get_functiondef('sluice.cap_pgbench_accounts'::regproc)"
 psqlq "$(db sluice_var_current)" -c "$fn" >"$work/f.sql"
 listeners="EXISTS (SELECT 1 FROM sluice.listeners WHERE channel = 'sluice_changes_pgbench_accounts')"
-except="(SELECT CASE WHEN EXISTS (SELECT \"aid\" FROM sluice_new EXCEPT SELECT \"aid\" FROM sluice_old) THEN 'A' ELSE 'U' END)"
-sed -E "s/SELECT 'U'::\"char\"/SELECT $except::\"char\"/" "$work/f.sql" | psqlq "$(db sluice_var_statement)"
+paired="\(SELECT CASE WHEN EXISTS .* END\)"
 sed -E "s/NOT \(pg_try_advisory_lock.*\) THEN/$listeners THEN/" "$work/f.sql" | psqlq "$(db sluice_var_listeners)"
-sed -E -e "s/IF n > 0 AND .* THEN/IF false THEN/" -e "s/SELECT 'U'::\"char\"/SELECT 'A'::\"char\"/" "$work/f.sql" | psqlq "$(db sluice_var_bare)"
-for n in statement bare; do
-	psqlq "$(db sluice_var_$n)" -c "DROP TRIGGER sluice_capture_key_change ON pgbench_accounts"
-done
+sed -E "s/$paired/'A'/" "$work/f.sql" | psqlq "$(db sluice_var_unpaired)"
+sed -E -e "s/IF n > 0 AND .* THEN/IF false THEN/" -e "s/$paired/'A'/" "$work/f.sql" | psqlq "$(db sluice_var_bare)"
 grep -q "sluice.listeners" <(psqlq "$(db sluice_var_listeners)" -c "$fn") || { echo "listeners variant not made" >&2; exit 1; }
-grep -q "EXCEPT" <(psqlq "$(db sluice_var_statement)" -c "$fn") || { echo "statement variant not made" >&2; exit 1; }
+grep -q "EXCEPT" <(psqlq "$(db sluice_var_current)" -c "$fn") || { echo "current has no EXCEPT" >&2; exit 1; }
+! grep -q "EXCEPT" <(psqlq "$(db sluice_var_unpaired)" -c "$fn") || { echo "unpaired variant not made" >&2; exit 1; }
 grep -q "IF false" <(psqlq "$(db sluice_var_bare)" -c "$fn") || { echo "bare variant not made" >&2; exit 1; }
 
 printf '\\set aid random(1, 100000 * :scale)\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\n' >"$work/upd.sql"
@@ -64,7 +61,11 @@ chmod 755 "$work"
 for r in $(seq "$rounds"); do
 	for n in "${names[@]}"; do
 		psqlq "$url" -c CHECKPOINT
-		tps=$("$pgbench" -n -s 10 -c 1 -M prepared -f "$work/upd.sql" -T "$secs" "$(db sluice_var_$n)" 2>&1 | sed -n 's/tps = \([0-9.]*\) (without.*/\1/p')
+		case $mode in
+		tpcb) args=(-b tpcb-like -c 4 -j 2) ;;
+		*) args=(-s 10 -c 1 -M prepared -f "$work/upd.sql") ;;
+		esac
+		tps=$("$pgbench" -n "${args[@]}" -T "$secs" "$(db sluice_var_$n)" 2>&1 | sed -n 's/tps = \([0-9.]*\) (without.*/\1/p')
 		echo "$r $n $tps" >>"$work/runs"
 		echo "round $r $n: $tps tps"
 	done
@@ -80,6 +81,6 @@ awk -v order="${names[*]}" '
 	END {
 		split(order, names, " ")
 		base = median(us["untracked"])
-		printf "%-10s %14s %12s\n", "database", "µs/UPDATE", "capture µs"
-		for (i = 1; i <= length(names); i++) { m = median(us[names[i]]); printf "%-10s %14.1f %+12.1f\n", names[i], m, m - base }
+		printf "%-10s %14s %12s %8s\n", "database", "µs/tx", "capture µs", "TPS"
+		for (i = 1; i <= length(names); i++) { m = median(us[names[i]]); printf "%-10s %14.1f %+12.1f %7.2fx\n", names[i], m, m - base, base / m }
 	}' "$work/runs"

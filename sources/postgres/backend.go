@@ -150,17 +150,13 @@ CREATE TABLE IF NOT EXISTS sluice.tracking (
 	log_table   text NOT NULL,
 	func_name   text NOT NULL,
 	enabled_at  timestamptz NOT NULL DEFAULT now(),
-	paired_key  text[],
-	paired_by   text
+	paired_key  text[]
 );
 DO $$ BEGIN
-	-- a schema from before paired_key or paired_by; checked first, so the
-	-- ALTER's lock is taken only when one is missing
+	-- a schema from before paired_key; checked first, so the ALTER's lock is
+	-- taken only when it is missing
 	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sluice.tracking'::regclass AND attname = 'paired_key' AND NOT attisdropped) THEN
 		ALTER TABLE sluice.tracking ADD COLUMN paired_key text[];
-	END IF;
-	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sluice.tracking'::regclass AND attname = 'paired_by' AND NOT attisdropped) THEN
-		ALTER TABLE sluice.tracking ADD COLUMN paired_by text;
 	END IF;
 END $$;
 ` + listenersDDL + `

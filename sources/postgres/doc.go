@@ -16,10 +16,8 @@
 //   - one plpgsql function sluice."cap_<t>"() and four statement-level
 //     triggers: AFTER INSERT / UPDATE / DELETE with transition tables (one
 //     INSERT … SELECT per statement, however many rows it touched) and
-//     BEFORE TRUNCATE, which logs every row as deleted, plus, for a table
-//     with a primary key, a row-level AFTER UPDATE trigger WHEN the
-//     row's key changed (see below). All are ENABLE ALWAYS, so
-//     session_replication_role = replica does not skip them.
+//     BEFORE TRUNCATE, which logs every row as deleted. All are ENABLE
+//     ALWAYS, so session_replication_role = replica does not skip them.
 //
 // The capture function also runs pg_notify(NotifyChannel(t)) (empty
 // payload) after a statement that logged at least one row, while some
@@ -54,26 +52,19 @@
 // the key is thus a DELETE of the old key plus an INSERT of the new one.
 // Per key, __seq order is commit order (row locks serialize writers;
 // within one UPDATE the old images are logged before the new ones), so
-// first/last by __seq is right. An UPDATE's new images are logged 'U'
-// when each follows an old image of its key in the same statement, so a
-// 'U' row is never a key's first row, and the read that needs only first
-// rows (tableImagesQuery) sorts the log without them, about half the
-// rows of an update; otherwise 'A'. The marks are made under the primary
-// key recorded in sluice.tracking (paired_key) when tracking was enabled
-// (paired_by PairByKeyChange): a row-level AFTER UPDATE trigger, WHEN
-// the row's old and new key differ, sets a setting local to the
-// transaction, and from then on the transaction's UPDATEs of the table
-// log 'A'. That trigger sees the rows as written, so keys changed by a
-// BEFORE trigger, a rule or a cascade count too; updates that change no
-// key pay one WHEN per row. (The previous function checked every UPDATE
-// statement with one EXCEPT of the transition tables' keys.)
-//
-// A read uses the marks only while the table's primary key is still
-// paired_key and the key-change trigger is in place (Tracked.pairsKnown);
-// enabling tracking again under another key, or after the trigger was
-// dropped or disabled by hand, turns the log's 'U' rows into 'A'. Logs
-// written before the marks have only 'A' rows, which every read treats
-// like 'U' but never leaves out.
+// first/last by __seq is right. An UPDATE statement whose new rows' keys
+// are all among its old rows' keys (one that sets no key column, the
+// common case) logs its new images as 'U': each then follows an old image
+// of its key, so a 'U' row is never a key's first row, and the read that
+// needs only first rows (tableImagesQuery) sorts the log without them,
+// about half the rows of an update. A statement that changes a key logs
+// 'A'. The function checks this with one EXCEPT of the transition tables'
+// keys per statement, under the primary key recorded in sluice.tracking
+// (paired_key) when tracking was enabled; a read uses the 'U' marks only
+// while the table's primary key is still that one (Tracked.pairsKnown),
+// and enabling tracking again under another key turns the log's 'U' rows
+// into 'A'. Logs written before the marks have only 'A' rows, which every
+// read treats like 'U' but never leaves out.
 //
 // # Offsets: snapshot batches (PgQ style)
 //

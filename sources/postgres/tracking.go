@@ -25,61 +25,22 @@ type Tracked struct {
 	// table without a primary key, or a function written before pairs
 	// were marked).
 	PairedKey []string
-	// PairedBy says how the capture function tells paired UPDATEs:
-	// PairByKeyChange, or "" for a function of an earlier sluice, which
-	// checked every UPDATE statement with one EXCEPT of the transition
-	// tables' keys (when PairedKey is set).
-	PairedBy string
-	// keyTrigger is read from the catalog with the tracking: the table has
-	// keyChangeTrigger, enabled ALWAYS as sluice makes it.
-	keyTrigger bool
 }
-
-// PairByKeyChange (sluice.tracking.paired_by): the capture function
-// logs an UPDATE's new images as 'U' unless its transaction has changed
-// a key of the table, which keyChangeTrigger records.
-const PairByKeyChange = "key_change"
-
-// keyChangeTrigger is the row-level AFTER UPDATE trigger of
-// PairByKeyChange, WHEN the row's old and new primary key differ. It sees
-// the rows as written, so a key changed by a BEFORE trigger, a rule or a
-// cascade counts too. PostgreSQL fires a statement's AFTER row triggers
-// before its AFTER statement triggers, so the flag is set before the
-// statement's images are logged.
-const keyChangeTrigger = "sluice_capture_key_change"
 
 // pairsKnown reports whether the log's 'U' rows are paired under the
 // table's current primary key, so a read may take every key's first log
 // row from the rows other than 'U' (tableImagesQuery). A primary key
 // redefined since tracking was enabled does not qualify until tracking is
-// enabled again, nor does a PairByKeyChange table that lacks
-// keyChangeTrigger (dropped or disabled by hand): a read then treats 'U'
-// like 'A', and enabling tracking again unmarks the log.
+// enabled again.
 func (t *Tracked) pairsKnown() bool {
-	if len(t.PairedKey) == 0 || !slices.Equal(t.PairedKey, t.Table.Key) {
-		return false
-	}
-	return t.PairedBy != PairByKeyChange || t.keyTrigger
-}
-
-// hasKeyTrigger reports whether table (a name sinkpg.Quote quotes) has
-// keyChangeTrigger enabled ALWAYS.
-func hasKeyTrigger(ctx context.Context, q sinkpg.Querier, table string) (bool, error) {
-	var ok bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = $2 AND tgenabled = 'A')`,
-		sinkpg.Quote(table), keyChangeTrigger).Scan(&ok)
-	return ok, err
+	return len(t.PairedKey) > 0 && slices.Equal(t.PairedKey, t.Table.Key)
 }
 
 // LogRef returns the schema-qualified, quoted log table.
 func (t *Tracked) LogRef() string { return "sluice." + sinkpg.Quote(t.Log) }
 
-// captureTriggers are the triggers of every tracked table; triggerNames
-// are all that sluice may make on one.
-var (
-	captureTriggers = []string{"sluice_capture_ins", "sluice_capture_upd", "sluice_capture_del", "sluice_capture_trunc"}
-	triggerNames    = append(slices.Clip(captureTriggers), keyChangeTrigger)
-)
+// Trigger names on a tracked table.
+var triggerNames = []string{"sluice_capture_ins", "sluice_capture_upd", "sluice_capture_del", "sluice_capture_trunc"}
 
 // objectName builds prefix+table within PostgreSQL's 63-byte identifier
 // limit, replacing the tail by a hash when it is too long.
@@ -102,9 +63,8 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // tracked returns the tracking of table, ok false when it has none.
 func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (*Tracked, bool, error) {
 	var t Tracked
-	var by *string
-	err := q.QueryRow(ctx, `SELECT log_table, func_name, enabled_at::text, paired_key, paired_by FROM sluice.tracking WHERE table_name = $1`, table).
-		Scan(&t.Log, &t.Func, &t.Created, &t.PairedKey, &by)
+	err := q.QueryRow(ctx, `SELECT log_table, func_name, enabled_at::text, paired_key FROM sluice.tracking WHERE table_name = $1`, table).
+		Scan(&t.Log, &t.Func, &t.Created, &t.PairedKey)
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
 		return nil, false, nil
 	}
@@ -119,12 +79,6 @@ func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (
 		return nil, false, fmt.Errorf("%w: %s (it has change tracking; DROP TABLE through sluice removes the log)", ErrNoTable, sinkpg.Quote(table))
 	}
 	t.Table = tab
-	if by != nil {
-		t.PairedBy = *by
-	}
-	if t.keyTrigger, err = hasKeyTrigger(ctx, q, table); err != nil {
-		return nil, false, b.wrap(err, "read triggers of %s", sinkpg.Quote(table))
-	}
 	return &t, true, nil
 }
 
@@ -223,9 +177,6 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 		if tracked {
 			t.Log, t.Func = old.Log, old.Func
 		}
-		if len(t.PairedKey) > 0 {
-			t.PairedBy = PairByKeyChange
-		}
 		for _, s := range trackingDDL(t, qualified) {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return fmt.Errorf("%w (in: %s)", err, firstLine(s))
@@ -235,22 +186,21 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 			if err := checkPendingKeys(ctx, tx, t); err != nil {
 				return err
 			}
-		}
-		// 'U' rows whose pairing is not known (logged under another key,
-		// or while keyChangeTrigger was missing) are unmarked, so every 'U'
-		// row in the log is paired under tracking.paired_key.
-		if tracked && len(old.PairedKey) > 0 && !old.pairsKnown() {
-			if _, err := tx.Exec(ctx, `UPDATE `+t.LogRef()+` SET __op = 'A' WHERE __op = 'U'`); err != nil {
-				return err
+			// The 'U' rows logged so far are paired under the old key (if
+			// any): unmark them, so every 'U' row in the log is paired
+			// under tracking.paired_key.
+			if len(old.PairedKey) > 0 {
+				if _, err := tx.Exec(ctx, `UPDATE `+t.LogRef()+` SET __op = 'A' WHERE __op = 'U'`); err != nil {
+					return err
+				}
 			}
 		}
 		var paired []string // NULL for a table without a primary key
-		var by *string
 		if len(t.PairedKey) > 0 {
-			paired, by = t.PairedKey, &t.PairedBy
+			paired = t.PairedKey
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key, paired_by) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key, paired_by = EXCLUDED.paired_by`, table, t.Log, t.Func, paired, by)
+		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key`, table, t.Log, t.Func, paired)
 		return err
 	}), "enable change tracking on %s", sinkpg.Quote(table))
 }
@@ -276,37 +226,25 @@ func trackingDDL(t *Tracked, qualified string) []string {
 	}
 	cl := strings.Join(cols, ", ")
 	// An UPDATE's new images are 'U' (paired: each has an old image of
-	// the same key earlier in the statement) or 'A'. keyChangeTrigger runs
-	// this function (with an argument) for each row whose key changed; it
-	// sets a flag local to the transaction, and every UPDATE of the table
-	// after it in the transaction logs 'A'. That is more 'A' rows than
-	// needed (a swap of keys within one statement is paired), which is
-	// always right. The flag is never cleared before the transaction ends:
-	// a statement nested in the triggers of another (an AFTER row trigger
-	// of the table updating it) cannot clear the outer statement's.
-	// Statements that change no key pay for the pairing one WHEN per row
-	// and one current_setting per statement. (The previous function
-	// decided by one EXCEPT of the transition tables' keys per statement,
-	// about 8 µs per one-row UPDATE: docs/benchmarks.md.)
-	insert := func(newOp string) string {
-		return fmt.Sprintf(`INSERT INTO %[1]s (__op, %[2]s) SELECT 'B'::"char", %[2]s FROM sluice_old UNION ALL SELECT %[3]s::"char", %[2]s FROM sluice_new;`, log, cl, newOp)
+	// the same key earlier in the statement) when no new key is missing
+	// from the old keys, else 'A', decided once per statement by an
+	// InitPlan inside the one INSERT. EXCEPT hashes or sorts whatever plan
+	// PL/pgSQL caches for the transition tables' sizes; a join could be
+	// cached as a nested loop from one-row statements and turn a bulk
+	// UPDATE quadratic. Measured against the function without the check
+	// (PostgreSQL 15, pgbench scale 10, alternating): pgbench tpcb-like TPS
+	// the same within the runs' noise, a 100,000-row UPDATE 0.80 s
+	// against 0.72 s. Pairing told by the key columns a statement sets
+	// (a statement-level AFTER UPDATE OF trigger) was faster under
+	// concurrency but misses keys changed by BEFORE triggers; a row-level
+	// AFTER UPDATE trigger WHEN the key changed, which does not, was as
+	// slow as this (docs/benchmarks.md).
+	newOp := `'A'`
+	if keys := t.PairedKey; len(keys) > 0 {
+		kl := sinkpg.QuoteList("", keys)
+		newOp = fmt.Sprintf(`(SELECT CASE WHEN EXISTS (SELECT %[1]s FROM sluice_new EXCEPT SELECT %[1]s FROM sluice_old) THEN 'A' ELSE 'U' END)`, kl)
 	}
-	update, fixup := insert(`'A'`), false
-	if len(t.PairedKey) > 0 {
-		// The flag is tested in PL/pgSQL, once per statement, rather than
-		// in the INSERT (for every row, and measured about 4 µs more for a
-		// one-row UPDATE).
-		flag := sqlLiteral(keyChangeFlag(t.Log))
-		update, fixup = fmt.Sprintf(`IF TG_NARGS > 0 THEN
-			n := length(set_config(%[1]s, 'on', true));
-			RETURN NULL;
-		ELSIF current_setting(%[1]s, true) = 'on' THEN
-			%[2]s
-		ELSE
-			%[3]s
-		END IF;`, flag, insert(`'A'`), insert(`'U'`)), true
-	}
-
+	update := fmt.Sprintf(`INSERT INTO %[1]s (__op, %[2]s) SELECT 'B'::"char", %[2]s FROM sluice_old UNION ALL SELECT %[3]s::"char", %[2]s FROM sluice_new;`, log, cl, newOp)
 	out := []string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 	__seq  bigserial NOT NULL,
@@ -356,31 +294,10 @@ $sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name)), upda
 		fmt.Sprintf(`CREATE TRIGGER sluice_capture_del AFTER DELETE ON %s REFERENCING OLD TABLE AS sluice_old FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
 		fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
 	)
-	made := captureTriggers
-	if fixup {
-		var olds, news []string
-		for _, k := range t.PairedKey {
-			olds = append(olds, "OLD."+sinkpg.Quote(k))
-			news = append(news, "NEW."+sinkpg.Quote(k))
-		}
-		out = append(out, fmt.Sprintf(`CREATE TRIGGER %s AFTER UPDATE ON %s FOR EACH ROW WHEN ((%s) IS DISTINCT FROM (%s)) EXECUTE FUNCTION %s('key')`,
-			keyChangeTrigger, qualified, strings.Join(olds, ", "), strings.Join(news, ", "), fn))
-		made = append(slices.Clip(captureTriggers), keyChangeTrigger)
-	}
-	for _, name := range made {
+	for _, name := range triggerNames {
 		out = append(out, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, qualified, name))
 	}
 	return out
-}
-
-// keyChangeFlag is the name of the setting (set_config, local to the
-// transaction) by which keyChangeTrigger tells the capture function of
-// the table whose log is log that a key changed: "sluice.key_changed_"
-// and a hash of the log's name (a custom setting's name is an
-// identifier, and each table needs its own).
-func keyChangeFlag(log string) string {
-	h := sha256.Sum256([]byte(log))
-	return "sluice.key_changed_" + hex.EncodeToString(h[:8])
 }
 
 // DisableTracking removes change capture from table: triggers, function,
