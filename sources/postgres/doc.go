@@ -24,10 +24,8 @@
 // session listens: one that holds the channel's advisory lock in share
 // mode (RegisterListener; `sluice serve` registers its LISTEN
 // connections, and the lock goes with the session). The function tests
-// the lock by taking it exclusively and releasing it at once, at most
-// once a second per writing session, which keeps the answer in a setting
-// of its own (notifyBlock): a listener is noticed, and its end is, within
-// a second. PostgreSQL
+// the lock by taking it exclusively and releasing it at once
+// (notifyGate). PostgreSQL
 // delivers a NOTIFY when the writing transaction commits (never for a
 // rolled-back one) and sends one per channel and transaction however many
 // statements raised it, so the cost is one queue entry per writing

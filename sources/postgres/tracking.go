@@ -259,7 +259,7 @@ func trackingDDL(t *Tracked, qualified string) []string {
 	}
 	// GET DIAGNOSTICS after the one INSERT that ran: a statement that
 	// touched no row does not notify, nor does one while no session
-	// listens on the channel (notifyBlock, RegisterListener). NOTIFYs are
+	// listens on the channel (notifyGate, RegisterListener). NOTIFYs are
 	// delivered at commit, once per channel and transaction however many
 	// statements sent them. use_column: a table column named like the
 	// variable stays a column.
@@ -268,7 +268,6 @@ SET search_path = pg_catalog, pg_temp AS $sluice$
 #variable_conflict use_column
 DECLARE
 	n bigint;
-	c text;
 BEGIN
 	IF TG_OP = 'INSERT' THEN
 		INSERT INTO %[2]s (__op, %[3]s) SELECT 'I', %[3]s FROM sluice_new;
@@ -280,12 +279,12 @@ BEGIN
 		INSERT INTO %[2]s (__op, %[3]s) SELECT 'D', %[3]s FROM %[4]s;
 	END IF;
 	GET DIAGNOSTICS n = ROW_COUNT;
-	IF n > 0 THEN
-		%[7]s
+	IF n > 0 AND %[7]s THEN
+		PERFORM pg_notify(%[5]s, '');
 	END IF;
 	RETURN NULL;
 END
-$sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name)), update, notifyBlock(NotifyChannel(t.Table.Name))))
+$sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name)), update, notifyGate(NotifyChannel(t.Table.Name))))
 	for _, name := range triggerNames {
 		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))
 	}
