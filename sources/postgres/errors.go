@@ -21,6 +21,10 @@ var (
 	ErrStreamExists = errors.New("table stream already exists")
 	// ErrNoTable is a statement on a table that does not exist.
 	ErrNoTable = errors.New("table does not exist")
+	// ErrIsPartition is enabling change tracking on a partition: its
+	// statement-level triggers do not fire for statements on the
+	// partitioned table, so changes made through it would be missed.
+	ErrIsPartition = errors.New("table is a partition")
 	// ErrHasStreams is disabling change tracking on a table with streams.
 	ErrHasStreams = errors.New("table has table streams")
 	// ErrBadPosition is a stored position that does not parse.

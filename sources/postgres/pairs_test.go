@@ -195,6 +195,11 @@ func TestUpdatePairMarksPartitioned(t *testing.T) {
 	if ops, _ := logOps(t, b, "log_pt", 0); ops != "BABU" {
 		t.Errorf("logged %q, want %q", ops, "BABU")
 	}
+	// A partition is refused: statements on pt do not fire its
+	// statement-level triggers.
+	if err := b.EnableTracking(context.Background(), "pt1"); !errors.Is(err, ErrIsPartition) {
+		t.Errorf("tracking a partition: %v, want ErrIsPartition", err)
+	}
 	// (id, r, v), by hand: 1 moved from partition 1 to 2, 2 updated.
 	want := []string{"DELETE 1 1 a", "INSERT 1 2 a", "UPDATE_AFTER 2 1 x"}
 	window, table := bothReads(t, b, "pt_s")

@@ -164,10 +164,15 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 		if !ok {
 			return fmt.Errorf("%w: %s", ErrNoTable, sinkpg.Quote(table))
 		}
-		var qualified string
-		if err := tx.QueryRow(ctx, `SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)
-			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, sinkpg.Quote(table)).Scan(&qualified); err != nil {
+		var qualified, parent string
+		if err := tx.QueryRow(ctx, `SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname),
+				coalesce((SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid AND c.relispartition), '')
+			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, sinkpg.Quote(table)).Scan(&qualified, &parent); err != nil {
 			return err
+		}
+		if parent != "" {
+			return fmt.Errorf("%w: %s is a partition of %s, whose statements would not fire its capture triggers; enable change tracking on %s instead",
+				ErrIsPartition, sinkpg.Quote(table), parent, parent)
 		}
 		t := &Tracked{Table: tab, Log: objectName("log_", table), Func: objectName("cap_", table), PairedKey: tab.Key}
 		old, tracked, err := b.tracked(ctx, tx, table)
