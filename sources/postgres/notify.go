@@ -35,8 +35,9 @@ const notifyLockClass = 0x736C6963
 // commits of all notifying transactions of the database (a lock held from
 // the queue insertion to the end of commit), which cost pgbench about 5%
 // of its TPS with nobody listening. Two function calls in one expression
-// cost a one-row UPDATE about 1 µs, against about 8 µs for a query of
-// sluice.listeners, the gate of the previous version (docs/benchmarks.md).
+// cost a one-row UPDATE about 1 µs, against 5–8 µs for a query of
+// sluice.listeners, the gate of the previous version; under concurrent
+// writers the difference is within the runs' noise (docs/benchmarks.md).
 // A writer that holds the lock for an instant makes a concurrent one
 // notify needlessly; no listener is ever missed. Should the release fail
 // (it cannot in practice: nothing between the two calls raises an error),

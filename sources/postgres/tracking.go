@@ -239,11 +239,12 @@ func trackingDDL(t *Tracked, qualified string) []string {
 	// UPDATE quadratic. Measured against the function without the check
 	// (PostgreSQL 15, pgbench scale 10, alternating): pgbench tpcb-like TPS
 	// the same within the runs' noise, a 100,000-row UPDATE 0.80 s
-	// against 0.72 s. Pairing told by the key columns a statement sets
-	// (a statement-level AFTER UPDATE OF trigger) was faster under
-	// concurrency but misses keys changed by BEFORE triggers; a row-level
-	// AFTER UPDATE trigger WHEN the key changed, which does not, was as
-	// slow as this (docs/benchmarks.md).
+	// against 0.72 s. Two alternatives were measured and dropped
+	// (docs/benchmarks.md): pairing told by the key columns a statement
+	// sets (a statement-level AFTER UPDATE OF trigger) measured faster
+	// under concurrent writers but misses keys changed by BEFORE triggers;
+	// a row-level AFTER UPDATE trigger WHEN the key changed, which does
+	// not, measured no faster than this.
 	newOp := `'A'`
 	if keys := t.PairedKey; len(keys) > 0 {
 		kl := sinkpg.QuoteList("", keys)
