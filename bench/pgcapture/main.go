@@ -136,18 +136,10 @@ func run(ctx context.Context) (err error) {
 	tps := [2][]float64{}
 	for r := range *rounds {
 		for i, n := range names {
-			if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
+			v, err := pgbenchTPS(ctx, admin, pgbench, "-b", "tpcb-like", "-c", strconv.Itoa(*clients), "-j", strconv.Itoa(*threads), "-T", strconv.Itoa(*seconds), pgcluster.WithDB(base, n))
+			if err != nil {
 				return err
 			}
-			out, err := exec.CommandContext(ctx, pgbench, "-n", "-b", "tpcb-like", "-c", strconv.Itoa(*clients), "-j", strconv.Itoa(*threads), "-T", strconv.Itoa(*seconds), pgcluster.WithDB(base, n)).CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("pgbench: %v\n%s", err, out)
-			}
-			m := tpsLine.FindSubmatch(out)
-			if m == nil {
-				return fmt.Errorf("no tps in pgbench output:\n%s", out)
-			}
-			v, _ := strconv.ParseFloat(string(m[1]), 64)
 			tps[i] = append(tps[i], v)
 			fmt.Printf("round %d %-9s pgbench tps %9.1f\n", r+1, label[i], v)
 		}
@@ -172,18 +164,10 @@ func run(ctx context.Context) (err error) {
 		}
 		for r := range *rounds {
 			for i, n := range names {
-				if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
+				v, err := pgbenchTPS(ctx, admin, pgbench, "-s", strconv.Itoa(*scale), "-c", "1", "-M", "prepared", "-f", f.Name(), "-T", strconv.Itoa(*single), pgcluster.WithDB(base, n))
+				if err != nil {
 					return err
 				}
-				out, err := exec.CommandContext(ctx, pgbench, "-n", "-s", strconv.Itoa(*scale), "-c", "1", "-M", "prepared", "-f", f.Name(), "-T", strconv.Itoa(*single), pgcluster.WithDB(base, n)).CombinedOutput()
-				if err != nil {
-					return fmt.Errorf("pgbench: %v\n%s", err, out)
-				}
-				m := tpsLine.FindSubmatch(out)
-				if m == nil {
-					return fmt.Errorf("no tps in pgbench output:\n%s", out)
-				}
-				v, _ := strconv.ParseFloat(string(m[1]), 64)
 				singleUS[i] = append(singleUS[i], 1e6/v)
 				fmt.Printf("round %d %-9s one-row UPDATE %7.1f µs\n", r+1, label[i], 1e6/v)
 			}
@@ -241,6 +225,23 @@ func run(ctx context.Context) (err error) {
 	fmt.Printf("%-44s %11.3fs %11.3fs %7.2fx   (time: tracked / untracked)\n", fmt.Sprintf("UPDATE of %d rows, median of %d", *bulk, *repeat), b0, b1, b1/b0)
 	fmt.Printf("\npgbench: -b tpcb-like -c %d -j %d -T %d at scale %d; the change log holds %d update images\n", *clients, *threads, *seconds, *scale, logged)
 	return nil
+}
+
+// pgbenchTPS runs a CHECKPOINT through admin, then pgbench -n with args,
+// and returns the TPS it reports (without initial connection time).
+func pgbenchTPS(ctx context.Context, admin *pgx.Conn, pgbench string, args ...string) (float64, error) {
+	if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
+		return 0, err
+	}
+	out, err := exec.CommandContext(ctx, pgbench, append([]string{"-n"}, args...)...).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench: %v\n%s", err, out)
+	}
+	m := tpsLine.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("no tps in pgbench output:\n%s", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
 }
 
 func enableCapture(ctx context.Context, url string) error {

@@ -52,60 +52,19 @@ func TestNotifyOnCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	const marker = "sluice_test_marker"
-	for _, ch := range []string{NotifyChannel("t"), NotifyChannel("Mixed"), NotifyChannel(long), NotifyChannel("plain"), marker} {
-		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	receive := listenUntilMarker(ctx, t, b, conn, NotifyChannel("t"), NotifyChannel("Mixed"), NotifyChannel(long), NotifyChannel("plain"))
 	for _, ch := range []string{NotifyChannel("t"), NotifyChannel("Mixed")} {
 		if err := RegisterListener(ctx, conn, ch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// receive returns the channels notified up to the marker.
-	receive := func() []string {
-		t.Helper()
-		sqlExec(t, b, `SELECT pg_notify('`+marker+`', '')`)
-		var got []string
-		for {
-			n, err := conn.WaitForNotification(ctx)
-			if err != nil {
-				t.Fatalf("after %q: %v", got, err)
-			}
-			if n.Channel == marker {
-				return got
-			}
-			got = append(got, n.Channel)
-		}
-	}
-
-	// inTx runs stmts in one transaction and commits it, or rolls it back.
-	inTx := func(commit bool, stmts ...string) {
-		t.Helper()
-		tx, err := b.pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(context.Background()) }()
-		for _, s := range stmts {
-			if _, err := tx.Exec(ctx, s); err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
-		}
-		if commit {
-			if err := tx.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 
 	sqlExec(t, b, `INSERT INTO plain VALUES (1)`)
-	inTx(false, `INSERT INTO t VALUES (1, 'x')`)
+	inTx(t, b, false, `INSERT INTO t VALUES (1, 'x')`)
 	sqlExec(t, b, `UPDATE t SET v = 'y' WHERE false`, `DELETE FROM t WHERE id = 42`)
 	check(t, "untracked, rolled back, no rows", receive(), nil)
 
-	inTx(true, `INSERT INTO t VALUES (1, 'a'), (2, 'b')`, `UPDATE t SET v = 'c' WHERE id = 1`, `DELETE FROM t WHERE id = 2`)
+	inTx(t, b, true, `INSERT INTO t VALUES (1, 'a'), (2, 'b')`, `UPDATE t SET v = 'c' WHERE id = 1`, `DELETE FROM t WHERE id = 2`)
 	check(t, "one transaction, three statements", receive(), []string{NotifyChannel("t")})
 
 	sqlExec(t, b, `INSERT INTO "Mixed" VALUES (1)`, `INSERT INTO `+long+` VALUES (1)`)
@@ -160,6 +119,35 @@ func TestRegisterListenerRemovesEnded(t *testing.T) {
 	}
 }
 
+// listenUntilMarker LISTENs on conn to channels and to a marker channel,
+// and returns a function that sends the marker and returns the channels
+// notified before it, in order. Notifications arrive in commit order, so
+// the marker bounds what is received without any timing.
+func listenUntilMarker(ctx context.Context, t *testing.T, b *Backend, conn *pgx.Conn, channels ...string) func() []string {
+	t.Helper()
+	const marker = "sluice_test_marker"
+	for _, ch := range append(channels, marker) {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() []string {
+		t.Helper()
+		sqlExec(t, b, `SELECT pg_notify('`+marker+`', '')`)
+		var got []string
+		for {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				t.Fatalf("after %q: %v", got, err)
+			}
+			if n.Channel == marker {
+				return got
+			}
+			got = append(got, n.Channel)
+		}
+	}
+}
+
 // closeAndWait closes conn and waits until the server has ended its
 // session.
 func closeAndWait(ctx context.Context, t *testing.T, b *Backend, conn *pgx.Conn) {
@@ -192,32 +180,13 @@ func TestNotifyStopsWhenListenerEnds(t *testing.T) {
 	track(t, b, "ne")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
 	defer cancel()
-	ch, marker := NotifyChannel("ne"), "sluice_test_marker"
+	ch := NotifyChannel("ne")
 	watch, err := pgx.Connect(ctx, u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer watch.Close(context.Background())
-	for _, c := range []string{ch, marker} {
-		if _, err := watch.Exec(ctx, "LISTEN "+pgx.Identifier{c}.Sanitize()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	receive := func() []string {
-		t.Helper()
-		sqlExec(t, b, `SELECT pg_notify('`+marker+`', '')`)
-		var got []string
-		for {
-			n, err := watch.WaitForNotification(ctx)
-			if err != nil {
-				t.Fatalf("after %q: %v", got, err)
-			}
-			if n.Channel == marker {
-				return got
-			}
-			got = append(got, n.Channel)
-		}
-	}
+	receive := listenUntilMarker(ctx, t, b, watch, ch)
 	reg, err := pgx.Connect(ctx, u)
 	if err != nil {
 		t.Fatal(err)

@@ -101,8 +101,8 @@ BEGIN
 	RETURN NEW;
 END $$`
 
-// inTx runs stmts in one transaction and commits it.
-func inTx(t *testing.T, b *Backend, stmts ...string) {
+// inTx runs stmts in one transaction and commits it, or rolls it back.
+func inTx(t *testing.T, b *Backend, commit bool, stmts ...string) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := b.pool.Begin(ctx)
@@ -115,8 +115,10 @@ func inTx(t *testing.T, b *Backend, stmts ...string) {
 			t.Fatalf("%s: %v", st, err)
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
+	if commit {
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -157,7 +159,7 @@ func TestUpdatePairMarks(t *testing.T) {
 		{[]string{`UPDATE pm SET id = 20 WHERE id = 10`, `UPDATE pm SET v = 'w' WHERE id = 6`}, "BABU"},
 		{[]string{`UPDATE other SET id = 2`, `UPDATE pm SET v = 'q' WHERE id = 6`}, "BU"},
 	} {
-		inTx(t, b, c.stmts...)
+		inTx(t, b, true, c.stmts...)
 		var ops string
 		ops, seq = logOps(t, b, "log_pm", seq)
 		if ops != c.ops {
