@@ -141,6 +141,14 @@ type Table struct {
 	Name    string
 	Columns []Column
 	Key     []string
+	// KeyConstraint is the primary key constraint's name ("" without one).
+	KeyConstraint string
+	// KeyDeferred is true when the primary key is DEFERRABLE INITIALLY
+	// DEFERRED: every transaction then checks it only at commit and may
+	// hold two rows of one key between its statements. (A key that is
+	// DEFERRABLE INITIALLY IMMEDIATE is checked after each statement
+	// unless a transaction runs SET CONSTRAINTS … DEFERRED.)
+	KeyDeferred bool
 }
 
 // Schema returns the table's logical schema.
@@ -152,8 +160,10 @@ func (t *Table) Schema() cdc.Schema {
 	return s
 }
 
-// DescribeTable reads a table's columns (in order) and primary key from
-// the catalog. name is a single identifier resolved through search_path.
+// DescribeTable reads a table's columns (in order) and primary key (its
+// columns, constraint name and whether it is initially deferred) from the
+// catalog. name is a single
+// identifier resolved through search_path.
 // ok is false when there is no such table.
 func DescribeTable(ctx context.Context, q Querier, name string) (tab *Table, ok bool, err error) {
 	return DescribeQualified(ctx, q, "", name)
@@ -191,14 +201,19 @@ func DescribeQualified(ctx context.Context, q Querier, schema, name string) (tab
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("read columns of %s: %w", Quote(name), err)
 	}
-	rows, err = q.Query(ctx, `SELECT a.attname FROM pg_index i
+	rows, err = q.Query(ctx, `SELECT a.attname, coalesce(c.conname::text, ''), coalesce(c.condeferred, false) FROM pg_index i
 		CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
 		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid AND c.contype = 'p'
 		WHERE i.indrelid = $1 AND i.indisprimary ORDER BY k.ord`, *oid)
 	if err != nil {
 		return nil, false, fmt.Errorf("read primary key of %s: %w", Quote(name), err)
 	}
-	tab.Key, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	var col string
+	_, err = pgx.ForEachRow(rows, []any{&col, &tab.KeyConstraint, &tab.KeyDeferred}, func() error {
+		tab.Key = append(tab.Key, col)
+		return nil
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("read primary key of %s: %w", Quote(name), err)
 	}

@@ -52,10 +52,19 @@
 // the key is thus a DELETE of the old key plus an INSERT of the new one.
 // Per key, __seq order is commit order (row locks serialize writers;
 // within one UPDATE the old images are logged before the new ones), so
-// first/last by __seq is right. An UPDATE statement whose new rows' keys
-// are all among its old rows' keys (one that sets no key column, the
-// common case) logs its new images as 'U': each then follows an old image
-// of its key, so a 'U' row is never a key's first row, and the read that
+// first/last by __seq is right. That needs one row per key between
+// statements, which a primary key checked only at commit does not give:
+// STANDARD streams on a table whose key is DEFERRABLE INITIALLY DEFERRED
+// are refused when created and when read (ErrDeferredKey). A key that is
+// DEFERRABLE INITIALLY IMMEDIATE is checked after every statement, and
+// the capture sees whole statements; a transaction that defers it (SET
+// CONSTRAINTS … DEFERRED) and leaves two rows of one key between its
+// statements is read wrong, and is not detected.
+//
+// An UPDATE statement whose new rows' keys are all among its old rows'
+// keys (one that sets no key column, the common case) logs its new
+// images as 'U': each then follows an old image of its key, so a 'U' row
+// is never a key's first row, and the read that
 // needs only first rows (tableImagesQuery) sorts the log without them,
 // about half the rows of an update. A statement that changes a key logs
 // 'A'. The function checks this with one EXCEPT of the transition tables'

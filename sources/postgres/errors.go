@@ -25,6 +25,12 @@ var (
 	// statement-level triggers do not fire for statements on the
 	// partitioned table, so changes made through it would be missed.
 	ErrIsPartition = errors.New("table is a partition")
+	// ErrDeferredKey is a STANDARD stream on a table whose primary key
+	// is DEFERRABLE INITIALLY DEFERRED: a transaction may hold two rows
+	// of one key between its statements, the log's changes per key then
+	// mix two rows, and net changes per key would be wrong (a row could
+	// be read as deleted while it exists).
+	ErrDeferredKey = errors.New("table's primary key is initially deferred")
 	// ErrHasStreams is disabling change tracking on a table with streams.
 	ErrHasStreams = errors.New("table has table streams")
 	// ErrBadPosition is a stored position that does not parse.

@@ -234,6 +234,65 @@ func TestKeyChangedByDroppedTrigger(t *testing.T) {
 	check(t, "read from the table", table, want)
 }
 
+// TestDeferredKeyRefused: a primary key that is DEFERRABLE INITIALLY
+// DEFERRED lets a transaction hold two rows of one key between
+// statements, and the log's rows per key then mix two rows' histories.
+// In the transaction below, key 2 logs its
+// update, the row of key 1 moving onto key 2, and that row's deletion;
+// read per key, the last change is a DELETE while (2, 'n2', 21) exists.
+// A STANDARD stream on such a table is refused, when it is created and
+// when it is read (the key made deferred after it was created), and reads
+// what it had not read once the key is immediate again; an APPEND_ONLY
+// stream, which reads inserted rows only, is not refused.
+func TestDeferredKeyRefused(t *testing.T) {
+	b, _ := openDB(t)
+	ctx := context.Background()
+	sqlExec(t, b,
+		`CREATE TABLE dk (id int PRIMARY KEY DEFERRABLE INITIALLY DEFERRED, name text, amount int)`,
+		`INSERT INTO dk VALUES (1, 'n1', 10), (2, 'n2', 20), (3, 'n3', 30)`)
+	track(t, b, "dk")
+	err := b.CreateStream(ctx, &dsl.CreateStream{Stream: "dk_s", Table: "dk", Mode: dsl.ModeStandard})
+	if !errors.Is(err, ErrDeferredKey) {
+		t.Fatalf("STANDARD stream on a deferred key: %v, want ErrDeferredKey", err)
+	}
+	if !strings.Contains(err.Error(), `ALTER TABLE "dk" DROP CONSTRAINT "dk_pkey", ADD PRIMARY KEY ("id")`) {
+		t.Errorf("error does not say how to make the key immediate: %v", err)
+	}
+	mkStream(t, b, "dk_a", "dk", dsl.ModeAppendOnly, false)
+	inTx(t, b, true,
+		`UPDATE dk SET amount = amount + 1 WHERE id = 2`,
+		`UPDATE dk SET id = 2 WHERE id = 1`,
+		`DELETE FROM dk WHERE name = 'n1'`)
+	if err := readErr(t, b, "dk_a"); err != nil {
+		t.Errorf("APPEND_ONLY stream: %v", err)
+	}
+	var rows string
+	if err := b.pool.QueryRow(ctx, `SELECT string_agg(format('%s %s %s', id, name, amount), ', ' ORDER BY id) FROM dk`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != "2 n2 21, 3 n3 30" {
+		t.Errorf("table after the transaction: %s, want 2 n2 21, 3 n3 30", rows)
+	}
+
+	// A key made deferred after the stream was created: its reads are
+	// refused until the key is immediate again, and then read what was
+	// pending.
+	sqlExec(t, b, `CREATE TABLE dk2 (id int PRIMARY KEY, v text)`)
+	track(t, b, "dk2")
+	mkStream(t, b, "dk2_s", "dk2", dsl.ModeStandard, false)
+	before := tableState(t, b, "dk2")
+	sqlExec(t, b, `INSERT INTO dk2 VALUES (1, 'a')`,
+		`ALTER TABLE dk2 DROP CONSTRAINT dk2_pkey, ADD PRIMARY KEY (id) DEFERRABLE INITIALLY DEFERRED`)
+	if err := readErr(t, b, "dk2_s"); !errors.Is(err, ErrDeferredKey) {
+		t.Fatalf("read after the key became deferred: %v, want ErrDeferredKey", err)
+	}
+	sqlExec(t, b, `ALTER TABLE dk2 DROP CONSTRAINT dk2_pkey, ADD PRIMARY KEY (id)`)
+	want := netDiff(before, tableState(t, b, "dk2"))
+	window, table := bothReads(t, b, "dk2_s")
+	check(t, "window read", window, want)
+	check(t, "read from the table", table, want)
+}
+
 // readErr is the error of describing stream name or taking its read
 // point (nil when the stream can be read).
 func readErr(t *testing.T, b *Backend, name string) error {

@@ -22,9 +22,10 @@ const DefaultBatchSize = 1000
 // readPoint fixes the read point of a read in tx, which must be a
 // REPEATABLE READ transaction that has run no statement yet (its first
 // statement takes the snapshot). It checks the offset belongs to this
-// cluster and is not older than the purged log, and returns the tracked
-// table, the parsed from position (nil for the zero offset) and the read
-// point.
+// cluster and is not older than the purged log, refuses a STANDARD read
+// of a table whose primary key is INITIALLY DEFERRED (ErrDeferredKey),
+// and returns the tracked table, the parsed from position (nil for the
+// zero offset) and the read point.
 func (b *Backend) readPoint(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, from cdc.Offset) (*Tracked, *Position, Position, error) {
 	return b.readPointWith(ctx, tx, s, from, false)
 }
@@ -49,6 +50,9 @@ func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.Stream
 	}
 	if err := b.checkLog(ctx, tx, t); err != nil {
 		return nil, nil, Position{}, err
+	}
+	if b.NetChanges(s) && t.Table.KeyDeferred {
+		return nil, nil, Position{}, deferredKeyError(t.Table)
 	}
 	now := Position{System: sys, Snap: snap}
 	fp, has, err := OffsetPosition(from)

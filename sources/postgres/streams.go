@@ -19,7 +19,8 @@ import (
 // [IF NOT EXISTS] …). Its offset is the snapshot of the creating
 // transaction: changes committed before are not in the stream, changes of
 // transactions still running are. The table must have change tracking
-// (ErrNotTracked) and, for STANDARD, a primary key (ErrNoPrimaryKey); an
+// (ErrNotTracked) and, for STANDARD, a primary key (ErrNoPrimaryKey) that
+// is not INITIALLY DEFERRED (ErrDeferredKey); an
 // existing name is ErrStreamExists unless OR REPLACE / IF NOT EXISTS.
 func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error {
 	if err := b.ensureSchema(ctx); err != nil {
@@ -47,6 +48,9 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 		}
 		if mode == dsl.ModeStandard && len(t.Table.Key) == 0 {
 			return fmt.Errorf("%w: %s; a STANDARD stream returns net changes per primary key — add one, or use 'TABLE_STREAM_MODE' = 'APPEND_ONLY'", ErrNoPrimaryKey, sinkpg.Quote(st.Table))
+		}
+		if mode == dsl.ModeStandard && t.Table.KeyDeferred {
+			return deferredKeyError(t.Table)
 		}
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sluice.streams WHERE name = $1)`, st.Stream).Scan(&exists); err != nil {

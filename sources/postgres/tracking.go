@@ -110,6 +110,15 @@ func (b *Backend) checkLog(ctx context.Context, q sinkpg.Querier, t *Tracked) er
 	return nil
 }
 
+// deferredKeyError is ErrDeferredKey for a STANDARD stream on tab,
+// saying how to make its primary key immediate. PostgreSQL's ALTER
+// CONSTRAINT changes only foreign keys (PostgreSQL 13–17 documentation of
+// ALTER TABLE), so the key is dropped and added again.
+func deferredKeyError(tab *sinkpg.Table) error {
+	return fmt.Errorf("%w: the primary key %s (%s) of %s is DEFERRABLE INITIALLY DEFERRED, so a transaction can hold two rows of one key between statements and a STANDARD stream's net changes per key would be wrong; nothing was read or changed. Make it immediate: ALTER TABLE %s DROP CONSTRAINT %s, ADD PRIMARY KEY (%s) (add DEFERRABLE INITIALLY IMMEDIATE if statements move keys past each other)",
+		ErrDeferredKey, sinkpg.Quote(tab.KeyConstraint), strings.Join(tab.Key, ", "), sinkpg.Quote(tab.Name), sinkpg.Quote(tab.Name), sinkpg.Quote(tab.KeyConstraint), sinkpg.QuoteList("", tab.Key))
+}
+
 // checkPendingKeys refuses a primary key that some change in the log,
 // not yet read by every stream on the table, has no value for: a key
 // column added to the table (and to the log) after those changes were
