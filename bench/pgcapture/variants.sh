@@ -3,7 +3,7 @@
 # side by side on one server. Prints the median time per transaction of
 # each database and its difference from the untracked one.
 #
-#   bash bench/pgcapture/variants.sh 'postgres://postgres@127.0.0.1:55433/postgres?sslmode=disable' [seconds] [rounds] [single|tpcb]
+#   bash bench/pgcapture/variants.sh 'postgres://postgres@127.0.0.1:55433/postgres?sslmode=disable' [seconds] [rounds] [single|tpcb|loop]
 #
 # Use a throw-away server (it creates and drops databases named
 # sluice_var_*); pgbench, psql and go must be on the PATH, or pgbench in
@@ -14,13 +14,21 @@
 #              EXCEPT per statement, the NOTIFY gated by an advisory lock)
 #   listeners  current with the previous NOTIFY gate, a query of
 #              sluice.listeners (the function edited with sed)
+#   setpath    current with SET search_path = pg_catalog, pg_temp, as
+#              the function had before (edited)
 #   unpaired   current without the EXCEPT: every new image 'A' (edited)
 #   bare       current without the EXCEPT and without the NOTIFY gate
 #
-# Each round runs pgbench on every database in turn, after a CHECKPOINT:
+# Each round runs pgbench on every database in turn, after a CHECKPOINT,
+# starting one database further each round (in a run that kept the
+# order, the database run right after the untracked one measured slower
+# in every round than a variant of it that costs more per statement):
 # single (the default) one client, -M prepared, only "UPDATE
 # pgbench_accounts SET abalance = abalance + 1 WHERE aid = :random"; tpcb
-# the TPC-B-like mix with 4 clients and 2 threads, as bench/pgcapture.
+# the TPC-B-like mix with 4 clients and 2 threads, as bench/pgcapture;
+# loop the server's time alone: one DO block runs 20,000 one-row UPDATEs
+# ("seconds" is then unused), and the time per UPDATE is printed as
+# µs/tx (TPS its inverse).
 set -euo pipefail
 url=${1:?server URL}
 secs=${2:-6}
@@ -33,39 +41,48 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/sluice" ./cmd/sluice
 db() { echo "$url" | sed -E "s#/[^/?]*(\?|$)#/$1\1#"; }
 psqlq() { psql -qAt -v ON_ERROR_STOP=1 "$@"; }
-names=(untracked current listeners unpaired bare)
+names=(untracked current listeners setpath unpaired bare)
 for n in "${names[@]}"; do
 	psqlq "$url" -c "DROP DATABASE IF EXISTS sluice_var_$n" -c "CREATE DATABASE sluice_var_$n"
 	"$pgbench" -i -s 10 -q "$(db sluice_var_$n)" >/dev/null 2>&1
 done
 trap 'for n in "${names[@]}"; do psqlq "$url" -c "DROP DATABASE IF EXISTS sluice_var_$n WITH (FORCE)"; done; rm -rf "$work"' EXIT
 enable="ALTER TABLE pgbench_accounts SET PROPERTIES ('change_tracking' = 'true');"
-for n in current listeners unpaired bare; do
+for n in current listeners setpath unpaired bare; do
 	"$work/sluice" sql --conn "$(db sluice_var_$n)" "$enable" >/dev/null
 done
 fn="SELECT pg_get_functiondef('sluice.cap_pgbench_accounts'::regproc)"
 psqlq "$(db sluice_var_current)" -c "$fn" >"$work/f.sql"
 listeners="EXISTS (SELECT 1 FROM sluice.listeners WHERE channel = 'sluice_changes_pgbench_accounts')"
 paired="\(SELECT CASE WHEN EXISTS .* END\)"
-sed -E "s/NOT \(pg_try_advisory_lock.*\) THEN/$listeners THEN/" "$work/f.sql" | psqlq "$(db sluice_var_listeners)"
+sed -E "s/NOT \(pg_catalog.pg_try_advisory_lock.*\) THEN/$listeners THEN/" "$work/f.sql" | psqlq "$(db sluice_var_listeners)"
+sed -E "s/^ LANGUAGE plpgsql$/ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp/" "$work/f.sql" | psqlq "$(db sluice_var_setpath)"
 sed -E "s/$paired/'A'/" "$work/f.sql" | psqlq "$(db sluice_var_unpaired)"
-sed -E -e "s/IF n > 0 AND .* THEN/IF false THEN/" -e "s/$paired/'A'/" "$work/f.sql" | psqlq "$(db sluice_var_bare)"
+sed -E -e "s/IF n OPERATOR\(pg_catalog.>\) 0 AND .* THEN/IF false THEN/" -e "s/$paired/'A'/" "$work/f.sql" | psqlq "$(db sluice_var_bare)"
 grep -q "sluice.listeners" <(psqlq "$(db sluice_var_listeners)" -c "$fn") || { echo "listeners variant not made" >&2; exit 1; }
+grep -q "search_path" <(psqlq "$(db sluice_var_setpath)" -c "$fn") || { echo "setpath variant not made" >&2; exit 1; }
 grep -q "EXCEPT" <(psqlq "$(db sluice_var_current)" -c "$fn") || { echo "current has no EXCEPT" >&2; exit 1; }
 ! grep -q "EXCEPT" <(psqlq "$(db sluice_var_unpaired)" -c "$fn") || { echo "unpaired variant not made" >&2; exit 1; }
 grep -q "IF false" <(psqlq "$(db sluice_var_bare)" -c "$fn") || { echo "bare variant not made" >&2; exit 1; }
 
+loop="DO \$\$ DECLARE t0 timestamptz := clock_timestamp(); BEGIN FOR i IN 1..20000 LOOP UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = (i * 7919) % 1000000 + 1; END LOOP; RAISE NOTICE 'per_second %', 20000 / extract(epoch FROM clock_timestamp() - t0); END \$\$"
 printf '\\set aid random(1, 100000 * :scale)\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\n' >"$work/upd.sql"
 chmod 644 "$work/upd.sql"
 chmod 755 "$work"
 for r in $(seq "$rounds"); do
-	for n in "${names[@]}"; do
+	k=$(((r - 1) % ${#names[@]}))
+	for n in "${names[@]:$k}" "${names[@]:0:$k}"; do
 		psqlq "$url" -c CHECKPOINT
 		case $mode in
 		tpcb) args=(-b tpcb-like -c 4 -j 2) ;;
 		*) args=(-s 10 -c 1 -M prepared -f "$work/upd.sql") ;;
 		esac
-		tps=$("$pgbench" -n "${args[@]}" -T "$secs" "$(db sluice_var_$n)" 2>&1 | sed -n 's/tps = \([0-9.]*\) (without.*/\1/p')
+		if [ "$mode" = loop ]; then
+			psqlq "$(db sluice_var_$n)" -c "VACUUM pgbench_accounts"
+			tps=$(psqlq "$(db sluice_var_$n)" -c "$loop" 2>&1 | sed -n 's/.*per_second //p')
+		else
+			tps=$("$pgbench" -n "${args[@]}" -T "$secs" "$(db sluice_var_$n)" 2>&1 | sed -n 's/tps = \([0-9.]*\) (without.*/\1/p')
+		fi
 		echo "$r $n $tps" >>"$work/runs"
 		echo "round $r $n: $tps tps"
 	done

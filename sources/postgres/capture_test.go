@@ -137,6 +137,49 @@ func TestReplicaRoleStillCaptured(t *testing.T) {
 	check(t, "replica insert", got, []string{"INSERT 1 replica"})
 }
 
+// TestCaptureIgnoresSearchPath: the capture function runs under the
+// writer's search_path (it has no SET clause, tracking.go), so it must
+// name nothing through it. A writer whose path puts a schema before
+// pg_catalog, with an = on text, a > on (bigint, integer), hashtext and a
+// "char" domain that all fail when used, still has every change logged.
+func TestCaptureIgnoresSearchPath(t *testing.T) {
+	b, u := openDB(t)
+	ctx := context.Background()
+	sqlExec(t, b, `CREATE TABLE t (id int PRIMARY KEY, v text)`,
+		`CREATE SCHEMA evil`,
+		`CREATE FUNCTION evil.no(text, text) RETURNS boolean LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'evil = called'; END$$`,
+		`CREATE OPERATOR evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.no)`,
+		`CREATE FUNCTION evil.gt(bigint, integer) RETURNS boolean LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'evil > called'; END$$`,
+		`CREATE OPERATOR evil.> (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = evil.gt)`,
+		`CREATE FUNCTION evil.hashtext(text) RETURNS int LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'evil hashtext called'; END$$`,
+		`CREATE DOMAIN evil."char" AS text CHECK (false)`)
+	track(t, b, "t")
+	mkStream(t, b, "s", "t", dsl.ModeStandard, false)
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{
+		`SET search_path = evil, public, pg_catalog`,
+		`INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')`,
+		`UPDATE t SET v = 'b2' WHERE id = 2`,
+		`UPDATE t SET id = 4 WHERE id = 3`,
+		`DELETE FROM t WHERE id = 1`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	_, got := read(t, b, "s", true)
+	check(t, "changes written under a hostile search_path", got, []string{"INSERT 2 b2", "INSERT 4 c"})
+	if _, err := conn.Exec(ctx, `TRUNCATE t`); err != nil {
+		t.Fatalf("TRUNCATE: %v", err)
+	}
+	_, got = read(t, b, "s", true)
+	check(t, "TRUNCATE under a hostile search_path", got, []string{"DELETE 2 b2", "DELETE 4 c"})
+}
+
 func TestAppendOnlyAndInitialRows(t *testing.T) {
 	b, _ := openDB(t)
 	sqlExec(t, b, `CREATE TABLE t (id int PRIMARY KEY, v text)`, `INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')`)

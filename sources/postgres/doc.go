@@ -107,10 +107,10 @@
 // changes); it lies in 1 .. 2^32-1 while the window's __seq span is below
 // 2^32, and a wider window (and the other reads: initial rows, APPEND_ONLY,
 // the first read of a stream without an offset) uses the dense rank of
-// __seq instead. Versions within a batch are thus increasing, not dense. __commit_timestamp is the writing
-// transaction's now() in UTC (PostgreSQL does not expose commit times
-// without track_commit_timestamp); initial rows carry the stream's
-// creation time.
+// __seq instead. Versions within a batch are thus increasing, not dense.
+// __commit_timestamp is the writing transaction's now() in UTC
+// (PostgreSQL does not expose commit times without
+// track_commit_timestamp); initial rows carry the stream's creation time.
 //
 // After a run commits, log rows of transactions visible in every stream
 // offset on the table are purged in a transaction of their own: by

@@ -44,8 +44,8 @@ const notifyLockClass = 0x736C6963
 // the session would keep the lock until it ends and writers would notify
 // needlessly.
 func notifyGate(channel string) string {
-	k := fmt.Sprintf("%d, hashtext(%s)", notifyLockClass, sqlLiteral(channel))
-	return fmt.Sprintf("NOT (pg_try_advisory_lock(%[1]s) AND pg_advisory_unlock(%[1]s))", k)
+	k := fmt.Sprintf("%d, pg_catalog.hashtext(%s)", notifyLockClass, sqlLiteral(channel))
+	return fmt.Sprintf("NOT (pg_catalog.pg_try_advisory_lock(%[1]s) AND pg_catalog.pg_advisory_unlock(%[1]s))", k)
 }
 
 // listenersDDL creates sluice.listeners: one row per session LISTENing on
