@@ -255,7 +255,7 @@ func TestDeferredKeyRefused(t *testing.T) {
 	if !errors.Is(err, ErrDeferredKey) {
 		t.Fatalf("STANDARD stream on a deferred key: %v, want ErrDeferredKey", err)
 	}
-	if !strings.Contains(err.Error(), `ALTER TABLE "dk" DROP CONSTRAINT "dk_pkey", ADD PRIMARY KEY ("id")`) {
+	if !strings.Contains(err.Error(), `in psql (this is PostgreSQL SQL, not sluice's dialect): ALTER TABLE "dk" DROP CONSTRAINT "dk_pkey", ADD PRIMARY KEY ("id")`) {
 		t.Errorf("error does not say how to make the key immediate: %v", err)
 	}
 	mkStream(t, b, "dk_a", "dk", dsl.ModeAppendOnly, false)

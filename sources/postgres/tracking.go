@@ -115,7 +115,7 @@ func (b *Backend) checkLog(ctx context.Context, q sinkpg.Querier, t *Tracked) er
 // CONSTRAINT changes only foreign keys (PostgreSQL 13–17 documentation of
 // ALTER TABLE), so the key is dropped and added again.
 func deferredKeyError(tab *sinkpg.Table) error {
-	return fmt.Errorf("%w: the primary key %s (%s) of %s is DEFERRABLE INITIALLY DEFERRED, so a transaction can hold two rows of one key between statements and a STANDARD stream's net changes per key would be wrong; nothing was read or changed. Make it immediate: ALTER TABLE %s DROP CONSTRAINT %s, ADD PRIMARY KEY (%s) (add DEFERRABLE INITIALLY IMMEDIATE if statements move keys past each other)",
+	return fmt.Errorf("%w: the primary key %s (%s) of %s is DEFERRABLE INITIALLY DEFERRED, so a transaction can hold two rows of one key between statements and a STANDARD stream's net changes per key would be wrong; nothing was read or changed. Make it immediate, in psql (this is PostgreSQL SQL, not sluice's dialect): ALTER TABLE %s DROP CONSTRAINT %s, ADD PRIMARY KEY (%s) (add DEFERRABLE INITIALLY IMMEDIATE if statements move keys past each other)",
 		ErrDeferredKey, sinkpg.Quote(tab.KeyConstraint), strings.Join(tab.Key, ", "), sinkpg.Quote(tab.Name), sinkpg.Quote(tab.Name), sinkpg.Quote(tab.KeyConstraint), sinkpg.QuoteList("", tab.Key))
 }
 
