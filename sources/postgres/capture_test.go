@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/plan"
@@ -75,11 +74,7 @@ func TestLateCommit(t *testing.T) {
 	track(t, b, "t")
 	mkStream(t, b, "s", "t", dsl.ModeStandard, false)
 
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(ctx, t, u)
 	txA, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -122,11 +117,7 @@ func TestReplicaRoleStillCaptured(t *testing.T) {
 	sqlExec(t, b, `CREATE TABLE t (id int PRIMARY KEY, v text)`)
 	track(t, b, "t")
 	mkStream(t, b, "s", "t", dsl.ModeStandard, false)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(ctx, t, u)
 	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
 		t.Fatal(err)
 	}
@@ -155,11 +146,7 @@ func TestCaptureIgnoresSearchPath(t *testing.T) {
 		`CREATE DOMAIN evil."char" AS text CHECK (false)`)
 	track(t, b, "t")
 	mkStream(t, b, "s", "t", dsl.ModeStandard, false)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(ctx, t, u)
 	for _, q := range []string{
 		`SET search_path = evil, public, pg_catalog`,
 		`INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')`,

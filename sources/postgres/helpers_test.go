@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/internal/pgtest"
@@ -29,6 +30,18 @@ func openDB(t *testing.T) (*Backend, string) {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b, u
+}
+
+// connect opens a session of its own on u, closed when the test ends
+// (closing it earlier is allowed).
+func connect(ctx context.Context, t *testing.T, u string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
 
 func sqlExec(t *testing.T, b *Backend, stmts ...string) {

@@ -70,7 +70,7 @@ const listenersDDL = `CREATE TABLE IF NOT EXISTS sluice.listeners (
 // rows of sessions that have ended are removed. Errors are the server's
 // (the role needs to create, or write, sluice.listeners).
 func RegisterListener(ctx context.Context, conn *pgx.Conn, channel string) error {
-	if _, err := conn.Exec(ctx, fmt.Sprintf(`SELECT pg_advisory_lock_shared(%d, hashtext($1))`, notifyLockClass), channel); err != nil {
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`SELECT pg_catalog.pg_advisory_lock_shared(%d, pg_catalog.hashtext($1))`, notifyLockClass), channel); err != nil {
 		return err
 	}
 	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS sluice`); err != nil {

@@ -47,11 +47,7 @@ func TestNotifyOnCommit(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
 	defer cancel()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(ctx, t, u)
 	receive := listenUntilMarker(ctx, t, b, conn, NotifyChannel("t"), NotifyChannel("Mixed"), NotifyChannel(long), NotifyChannel("plain"))
 	for _, ch := range []string{NotifyChannel("t"), NotifyChannel("Mixed")} {
 		if err := RegisterListener(ctx, conn, ch); err != nil {
@@ -95,10 +91,7 @@ func TestRegisterListenerRemovesEnded(t *testing.T) {
 		}
 		return n
 	}
-	gone, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gone := connect(ctx, t, u)
 	if err := RegisterListener(ctx, gone, "gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +99,7 @@ func TestRegisterListenerRemovesEnded(t *testing.T) {
 		t.Fatalf("%d rows for a registered session, want 1", n)
 	}
 	closeAndWait(ctx, t, b, gone)
-	other, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close(context.Background())
+	other := connect(ctx, t, u)
 	if err := RegisterListener(ctx, other, "other"); err != nil {
 		t.Fatal(err)
 	}
@@ -181,16 +170,9 @@ func TestNotifyStopsWhenListenerEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
 	defer cancel()
 	ch := NotifyChannel("ne")
-	watch, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close(context.Background())
+	watch := connect(ctx, t, u)
 	receive := listenUntilMarker(ctx, t, b, watch, ch)
-	reg, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := connect(ctx, t, u)
 	if err := RegisterListener(ctx, reg, ch); err != nil {
 		t.Fatal(err)
 	}
