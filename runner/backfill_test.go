@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/sluicedata/sluice/internal/cli"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 )
@@ -296,7 +293,7 @@ func TestBackfillFailedChunkCommitsNothing(t *testing.T) {
 	}
 }
 
-func TestBackfillDryRunAndCLI(t *testing.T) {
+func TestBackfillDryRun(t *testing.T) {
 	e := newEnv(t)
 	e.items(30)
 	sink := e.conn("sink.db")
@@ -318,36 +315,5 @@ func TestBackfillDryRunAndCLI(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), `WHERE ("id") > (?)`) {
 		t.Errorf("plan lacks the keyset scan:\n%s", text.String())
-	}
-
-	// The CLI: --dry-run counts and copies nothing; a run prints a summary.
-	path := filepath.Join(e.dir, "job.yaml")
-	if err := os.WriteFile(path, []byte("source: items_s\nsink: {table: copy2, mode: merge, keys: [id], connection: "+sink+"}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errOut bytes.Buffer
-	if code := cli.Main(t.Context(), []string{"backfill", "--conn", e.r.Conn, "--dry-run", "--chunk", "7", path}, nil, &out, &errOut); code != 0 {
-		t.Fatalf("dry run exit %d: %s", code, errOut.String())
-	}
-	if !strings.Contains(out.String(), "backfill: 30 rows in the snapshot, in chunks of 7 (about 5 chunks)") {
-		t.Errorf("dry run output:\n%s", out.String())
-	}
-	sb, err := e.r.Backend(t.Context(), sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, exists, err := sb.(runner.Sink).Target(t.Context(), "copy2"); err != nil || exists {
-		t.Errorf("dry run created the target (%v)", err)
-	}
-	out.Reset()
-	errOut.Reset()
-	if code := cli.Main(t.Context(), []string{"backfill", "--conn", e.r.Conn, "--chunk", "7", path}, nil, &out, &errOut); code != 0 {
-		t.Fatalf("backfill exit %d: %s", code, errOut.String())
-	}
-	if !strings.Contains(out.String(), "job: backfilled 30 rows in 5 chunks") || !strings.Contains(out.String(), "hand-off offset") {
-		t.Errorf("summary:\n%s", out.String())
-	}
-	if !strings.Contains(errOut.String(), "phase=done") {
-		t.Errorf("no progress lines on a non-terminal stderr:\n%s", errOut.String())
 	}
 }

@@ -43,5 +43,5 @@
 // context is live). Reload swaps the job set; a file that fails to load
 // keeps its previous jobs. Watch polls job files for --watch.
 //
-// Signals, flags and output formats belong to the CLI (internal/cli).
+// Signals, flags and output formats belong to the CLI (cmd/sluice/internal/cli).
 package serve

@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sluicedata/sluice/internal/cli"
+	"github.com/sluicedata/sluice/cmd/sluice/internal/cli"
 )
 
 func main() {

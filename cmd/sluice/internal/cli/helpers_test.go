@@ -9,14 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedata/sluice/internal/cli"
+	"github.com/sluicedata/sluice/cmd/sluice/internal/cli"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // repoRoot is the repository's root directory (absolute).
 var repoRoot = func() string {
-	p, err := filepath.Abs(filepath.Join("..", ".."))
+	p, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
 	if err != nil {
 		panic(err)
 	}
@@ -175,9 +175,20 @@ func checkGolden(t *testing.T, path, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/cli/ -update to create it)", err)
+		t.Fatalf("%v (run go test ./cmd/sluice/internal/cli/ -update to create it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("%s differs (run go test ./internal/cli/ -update and review the diff)\n--- got ---\n%s--- want ---\n%s", path, got, want)
+		t.Errorf("%s differs (run go test ./cmd/sluice/internal/cli/ -update and review the diff)\n--- got ---\n%s--- want ---\n%s", path, got, want)
 	}
+}
+
+// mustSluiceIn runs the command line with stdin and fails the test unless
+// it exits 0.
+func mustSluiceIn(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	r := sluiceIn(t, stdin, args...)
+	if r.code != 0 {
+		t.Fatalf("sluice %s: %v", strings.Join(args, " "), r)
+	}
+	return r
 }

@@ -11,39 +11,56 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/serve"
 	"github.com/sluicedata/sluice/sources/postgres"
 )
 
-func init() {
-	register(verb{name: "serve", usage: "[flags] DIR|FILE…", short: "run every job on its schedule (cron, @every, continuous) until SIGINT/SIGTERM", run: cmdServe})
+func init() { register(newServeCmd) }
+
+// serveFlags are the flags of `sluice serve`.
+type serveFlags struct {
+	conn, state, listen string
+	grace               time.Duration
+	watch               bool
 }
 
-func cmdServe(ctx context.Context, e *env, args []string) error {
-	fs := flags(e, "serve")
-	conn := fs.String("conn", "", "default connection for jobs that name none")
-	state := fs.String("state", "", "database for run history and job locks (default: the default connection)")
-	listen := fs.String("listen", "", "address for /healthz and /metrics, e.g. :9464 (default: none)")
-	grace := fs.Duration("grace", 30*time.Second, "on SIGINT/SIGTERM, how long running batches may take to commit before they are cancelled")
-	watch := fs.Bool("watch", false, "reload job files when they change (also on SIGHUP)")
-	logFormat := fs.String("log-format", "text", "log format: text or json")
-	paths, err := parse(fs, args)
-	if err != nil {
-		return err
+func newServeCmd(e *env) *cobra.Command {
+	var f serveFlags
+	c := &cobra.Command{
+		Use:   "serve [flags] DIR|FILE…",
+		Short: "run every job on its schedule (cron, @every, continuous) until SIGINT/SIGTERM",
+		Long: "Run every job on its schedule — cron (with CRON_TZ=), @every DURATION, or continuous — until\n" +
+			"SIGINT or SIGTERM; a job never overlaps itself, and several serve processes share the jobs by\n" +
+			"database locks. Run history goes to --state. SIGHUP (or --watch) reloads the job files.\n" +
+			"--listen serves /healthz and /metrics.",
+		Annotations:       map[string]string{defaultLevelKey: "info"},
+		ValidArgsFunction: jobArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdServe(cmd.Context(), e, f, args)
+		},
 	}
+	fl := c.Flags()
+	fl.StringVar(&f.conn, "conn", "", "default connection `URL` for jobs that name none")
+	fl.StringVar(&f.state, "state", "", "database `URL` for run history and job locks (default: the default connection)")
+	fl.StringVar(&f.listen, "listen", "", "`ADDRESS` for /healthz and /metrics, e.g. :9464 (default: none)")
+	fl.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, the `DURATION` running batches may take to commit before they are cancelled")
+	fl.BoolVar(&f.watch, "watch", false, "reload job files when they change (also on SIGHUP)")
+	return c
+}
+
+func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 	if len(paths) == 0 {
-		return fmt.Errorf("%w: name a directory or job files", errUsage)
+		return usageErr("name a directory or job files")
 	}
-	log, err := serveLogger(e, *logFormat)
-	if err != nil {
-		return err
-	}
-	r := newRunner(e, *conn)
+	log := e.log
+	r := newRunner(e, f.conn)
 	r.Log = log
 	defer r.Close()
-	stateURL, err := r.Resolve(*state)
+	stateURL, err := r.Resolve(f.state)
 	if err != nil {
 		return err
 	}
@@ -60,7 +77,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			}
 			return r.Run(ctx, prep)
 		},
-		Log: log, Locker: store, History: store, Listen: *listen,
+		Log: log, Locker: store, History: store, Listen: f.listen,
 		Lag: lagFunc(r), Waker: wakerFunc(r, log),
 	})
 	if err != nil {
@@ -81,7 +98,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	if *watch {
+	if f.watch {
 		go serve.Watch(ctx, nil, time.Second, paths, func() { reload(ctx) })
 	}
 	for {
@@ -90,8 +107,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			log.Info("SIGHUP: reloading job files")
 			reload(ctx)
 		case <-ctx.Done():
-			log.Info("stopping: no new runs; running batches may commit", "grace", grace.String())
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
+			log.Info("stopping: no new runs; running batches may commit", "grace", f.grace.String())
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.grace)
 			err := srv.Shutdown(sctx)
 			cancel()
 			if errors.Is(err, serve.ErrForcedShutdown) {
@@ -125,23 +142,6 @@ func loadDefs(ctx context.Context, r *runner.Runner, paths []string) []serve.Def
 		defs = append(defs, d)
 	}
 	return defs
-}
-
-func serveLogger(e *env, format string) (*slog.Logger, error) {
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	if v, ok := e.lookup("SLUICE_LOG"); ok {
-		var l slog.Level
-		if l.UnmarshalText([]byte(v)) == nil {
-			opts.Level = l
-		}
-	}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
-	}
-	return nil, fmt.Errorf("%w: --log-format is text or json", errUsage)
 }
 
 // wakerFunc wakes continuous jobs reading a PostgreSQL stream when the

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicedata/sluice/internal/cli"
+	"github.com/sluicedata/sluice/cmd/sluice/internal/cli"
 )
 
 // countRows runs a count query through `sluice sql` and returns it.

@@ -104,10 +104,10 @@ func TestVerbHelp(t *testing.T) {
 	}
 	// The flags of the documented verbs are in their help.
 	for v, flags := range map[string][]string{
-		"sql":     {"-conn", "-f", "-format"},
-		"preview": {"-conn", "-limit"},
-		"plan":    {"-conn"},
-		"run":     {"-conn"},
+		"sql":     {"--conn URL", "-f, --file FILE", "--format FORMAT"},
+		"preview": {"--conn URL", "--limit N"},
+		"plan":    {"--conn URL"},
+		"run":     {"--conn URL"},
 	} {
 		r := sluice(t, v, "--help")
 		for _, f := range flags {
@@ -129,7 +129,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"validate"}, "sluice validate: "},
 		{[]string{"preview", "--conn", d.conn}, "name one stream"},
 		{[]string{"preview", "--conn", d.conn, "a", "b"}, "name one stream"},
-		{[]string{"preview", "--conn", d.conn, "--limit", "many", "s"}, "invalid value"},
+		{[]string{"preview", "--conn", d.conn, "--limit", "many", "s"}, `invalid argument "many" for "--limit"`},
 		{[]string{"sql", "--conn", d.conn}, "sluice sql: "},
 		{[]string{"sql", "--conn", d.conn, "-f", "x.sql", "SELECT 1"}, "not both"},
 		{[]string{"sql", "--conn", d.conn, "--format", "xml", "SELECT 1"}, "table or jsonl"},
@@ -469,8 +469,8 @@ func TestRunBadFile(t *testing.T) {
 	d := seededDB(t)
 	bad := writeFile(t, d.dir, "bad.yaml", "name: bad\nsource: orders_stream\nsink:\n  table: t\n  mode: sideways\n")
 	r := sluice(t, "run", "--conn", d.conn, bad)
-	if r.code != 1 || !strings.Contains(r.stderr, bad+":5:9:") {
-		t.Errorf("run of an invalid file: want exit 1 with %s:5:9; %v", bad, r)
+	if r.code != 2 || !strings.Contains(r.stderr, bad+":5:9:") {
+		t.Errorf("run of an invalid file: want exit 2 (configuration error) with %s:5:9; %v", bad, r)
 	}
 	missing := writeFile(t, d.dir, "missing_col.yaml", "name: missing_col\nsource: orders_stream\nselect: [id, nope]\nsink:\n  table: t\n")
 	r = sluice(t, "run", "--conn", d.conn, missing)
@@ -528,8 +528,8 @@ func TestValidateErrors(t *testing.T) {
 			p := writeFile(t, dir, tt.name, tt.text)
 			paths = append(paths, p)
 			r := sluice(t, "validate", p)
-			if r.code != 1 {
-				t.Errorf("exit %d, want 1\n%v", r.code, r)
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2 (configuration error)\n%v", r.code, r)
 			}
 			for _, w := range tt.want {
 				if strings.HasPrefix(w, ":") {
@@ -545,12 +545,12 @@ func TestValidateErrors(t *testing.T) {
 		})
 	}
 
-	// Good and bad files together: the good ones are reported ok, exit 1.
+	// Good and bad files together: the good ones are reported ok, exit 2.
 	args := append([]string{"validate", repoPath("jobs/orders_replica.yaml")}, paths...)
 	r := sluice(t, args...)
 	want := fmt.Sprintf("%d of %d files invalid", len(paths), len(paths)+1)
-	if r.code != 1 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stdout, "ok (job orders_replica)") {
-		t.Errorf("validate good+bad: want exit 1, %q and the ok line; %v", want, r)
+	if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stdout, "ok (job orders_replica)") {
+		t.Errorf("validate good+bad: want exit 2, %q and the ok line; %v", want, r)
 	}
 
 	// A missing path.

@@ -10,54 +10,72 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
 
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 )
 
-func init() {
-	register(verb{name: "backfill", usage: "[--conn URL] [--chunk N] [--dry-run] [--restart] JOB",
-		short: "copy the source table to a new target, then hand off to the stream", run: cmdBackfill})
-}
+func init() { register(newBackfillCmd) }
 
 // progressEvery is how often a backfill logs its progress when stderr is
 // not a terminal.
 const progressEvery = 10 * time.Second
 
+// backfillFlags are the flags of `sluice backfill`.
+type backfillFlags struct {
+	conn    string
+	chunk   int
+	dry     bool
+	restart bool
+}
+
+func newBackfillCmd(e *env) *cobra.Command {
+	var f backfillFlags
+	c := &cobra.Command{
+		Use:   "backfill [flags] JOB",
+		Short: "copy the source table to a new target, then hand off to the stream",
+		Long: "Copy the source table's current rows to the job's target as INSERTs, in chunks of --chunk rows\n" +
+			"(one sink transaction each, bounded memory), then hand off to the stream without a gap or a\n" +
+			"duplicate. An interrupted backfill resumes where it stopped when run again.",
+		ValidArgsFunction: jobArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdBackfill(cmd.Context(), e, f, args)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.conn, "conn", "", "default connection `URL` for jobs that name none")
+	fl.IntVar(&f.chunk, "chunk", runner.DefaultBackfillChunk, "`N` rows per chunk (one sink transaction each)")
+	fl.BoolVar(&f.dry, "dry-run", false, "show the row count and the plan; copy nothing")
+	fl.BoolVar(&f.restart, "restart", false, "discard an incomplete backfill and start over (deletes the partial copy when the backfill created the target)")
+	return c
+}
+
 // cmdBackfill runs Runner.Backfill (or PlanBackfill with --dry-run) for
 // one job and prints a summary line: rows copied, chunks, seconds, rows/s
 // and the hand-off offset.
-func cmdBackfill(ctx context.Context, e *env, args []string) error {
-	fs := flags(e, "backfill")
-	conn := fs.String("conn", "", "default connection for jobs that name none")
-	chunk := fs.Int("chunk", runner.DefaultBackfillChunk, "rows per chunk (one sink transaction each)")
-	dry := fs.Bool("dry-run", false, "show the row count and the plan; copy nothing")
-	restart := fs.Bool("restart", false, "discard an incomplete backfill and start over (deletes the partial copy when the backfill created the target)")
-	paths, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func cmdBackfill(ctx context.Context, e *env, f backfillFlags, paths []string) error {
 	if len(paths) != 1 {
-		return fmt.Errorf("%w: name exactly one job file", errUsage)
+		return usageErr("name exactly one job file")
 	}
-	if *chunk <= 0 {
-		return fmt.Errorf("%w: --chunk must be at least 1", errUsage)
+	if f.chunk <= 0 {
+		return usageErr("--chunk must be at least 1")
 	}
 	files, err := loadJobs(paths)
 	if err != nil {
 		return err
 	}
 	if len(files) != 1 {
-		return fmt.Errorf("%w: name exactly one job file, not a directory of %d", errUsage, len(files))
+		return usageErr("name exactly one job file, not a directory of %d", len(files))
 	}
 	if files[0].err != nil {
-		return files[0].err
+		return configError{files[0].err}
 	}
 	job := files[0].job
-	r := newRunner(e, *conn)
+	r := newRunner(e, f.conn)
 	defer r.Close()
-	opt := runner.BackfillOptions{Chunk: *chunk, Restart: *restart}
-	if *dry {
+	opt := runner.BackfillOptions{Chunk: f.chunk, Restart: f.restart}
+	if f.dry {
 		prep, err := r.Plan(ctx, job)
 		if err != nil {
 			return err

@@ -7,29 +7,51 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/sinks/stdout"
 )
 
-func init() {
-	register(verb{name: "preview", usage: "[--conn URL] [--limit N] STREAM", short: "show a stream's pending changes with metadata columns, without consuming them", run: cmdPreview})
+func init() { register(newPreviewCmd) }
+
+// previewFlags are the flags of `sluice preview`.
+type previewFlags struct {
+	conn   string
+	limit  int
+	format string
 }
 
-func cmdPreview(ctx context.Context, e *env, args []string) error {
-	fs := flags(e, "preview")
-	conn := fs.String("conn", "", "connection URL")
-	limit := fs.Int("limit", 100, "show at most N changes")
-	format := fs.String("format", "table", "table or jsonl")
-	rest, err := parse(fs, args)
-	if err != nil {
-		return err
+func newPreviewCmd(e *env) *cobra.Command {
+	var f previewFlags
+	c := &cobra.Command{
+		Use:   "preview [flags] STREAM",
+		Short: "show a stream's pending changes with metadata columns, without consuming them",
+		Long: "Show the pending changes of a table stream — __change_type, __commit_version,\n" +
+			"__commit_timestamp and the table's columns — as a consuming run would read them now.\n" +
+			"The offset does not move. A name may be backquoted as in job files (`group`).",
+		ValidArgsFunction: streamArgs(e, &f.conn),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdPreview(cmd.Context(), e, f, args)
+		},
 	}
+	fl := c.Flags()
+	fl.StringVar(&f.conn, "conn", "", "connection `URL`")
+	fl.IntVar(&f.limit, "limit", 100, "show at most `N` changes")
+	fl.StringVar(&f.format, "format", "table", "output `FORMAT`: table or jsonl")
+	return c
+}
+
+func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) error {
 	if len(rest) != 1 {
-		return fmt.Errorf("%w: name one stream", errUsage)
+		return usageErr("name one stream")
 	}
-	r := newRunner(e, *conn)
+	if f.format != "table" && f.format != "jsonl" {
+		return usageErr("--format is table or jsonl")
+	}
+	r := newRunner(e, f.conn)
 	defer r.Close()
 	b, err := r.Backend(ctx, "")
 	if err != nil {
@@ -43,7 +65,7 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rd, err := src.Changes(ctx, info, info.Offset, runner.ReadOptions{BatchSize: *limit + 1})
+	rd, err := src.Changes(ctx, info, info.Offset, runner.ReadOptions{BatchSize: f.limit + 1})
 	if err != nil {
 		return err
 	}
@@ -51,7 +73,7 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 	schema := cdc.StreamSchema(info.TableSchema)
 	var rows [][]any
 	more := false
-	for len(rows) <= *limit {
+	for len(rows) <= f.limit {
 		batch, err := rd.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			break
@@ -60,7 +82,7 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		for _, ch := range batch {
-			if len(rows) == *limit {
+			if len(rows) == f.limit {
 				more = true
 				break
 			}
@@ -71,14 +93,14 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 			break
 		}
 	}
-	if *format == "jsonl" {
+	if f.format == "jsonl" {
 		return stdout.JSONL(e.stdout, schema.Columns, rows)
 	}
 	if err := stdout.Table(e.stdout, schema.Columns, rows); err != nil {
 		return err
 	}
 	if more {
-		fmt.Fprintf(e.stdout, "(first %d pending changes shown; more are pending)\n", *limit)
+		fmt.Fprintf(e.stdout, "(first %d pending changes shown; more are pending)\n", f.limit)
 	} else {
 		fmt.Fprintf(e.stdout, "(%d pending changes; offset %s; nothing consumed)\n", len(rows), info.Offset)
 	}

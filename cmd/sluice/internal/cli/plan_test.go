@@ -71,7 +71,7 @@ func onlyConsuming(err error) bool {
 }
 
 // plansDir holds the golden plans (absolute: a test may change directory).
-var plansDir = filepath.Join(repoRoot, "internal", "cli", "testdata", "plans")
+var plansDir = filepath.Join(repoRoot, "cmd", "sluice", "internal", "cli", "testdata", "plans")
 
 // goldenName is the golden file of a job: its path from the repository
 // root with '/' as '_', e.g. examples_orders_orders_append.yaml.golden.

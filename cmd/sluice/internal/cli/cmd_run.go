@@ -6,38 +6,50 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 )
 
-func init() {
-	register(verb{name: "run", usage: "[--conn URL] JOB|DIR…", short: "run each job once; exit non-zero if any failed", run: cmdRun})
+func init() { register(newRunCmd) }
+
+func newRunCmd(e *env) *cobra.Command {
+	var conn string
+	var batch int
+	c := &cobra.Command{
+		Use:   "run [flags] JOB|DIR…",
+		Short: "run each job once; exit non-zero if any failed",
+		Long: "Run each job once: read its stream's pending changes, write them to the sink, and move the\n" +
+			"offset in the sink's transaction. A directory runs each of its job files in name order.\n" +
+			"Exit code 1 if a job failed (its offset did not move), 2 if a job file is invalid.",
+		ValidArgsFunction: jobArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdRun(cmd.Context(), e, conn, batch, args)
+		},
+	}
+	c.Flags().StringVar(&conn, "conn", "", "default connection `URL` for jobs that name none")
+	c.Flags().IntVar(&batch, "batch", runner.DefaultBatchSize, "`N` changes per batch when rows travel through sluice")
+	return c
 }
 
-func cmdRun(ctx context.Context, e *env, args []string) error {
-	fs := flags(e, "run")
-	conn := fs.String("conn", "", "default connection for jobs that name none")
-	batch := fs.Int("batch", runner.DefaultBatchSize, "changes per batch when rows travel through sluice")
-	paths, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func cmdRun(ctx context.Context, e *env, conn string, batch int, paths []string) error {
 	if len(paths) == 0 {
-		return fmt.Errorf("%w: name at least one job file or directory", errUsage)
+		return usageErr("name at least one job file or directory")
 	}
 	files, err := loadJobs(paths)
 	if err != nil {
 		return err
 	}
-	r := newRunner(e, *conn)
-	r.BatchSize = *batch
+	r := newRunner(e, conn)
+	r.BatchSize = batch
 	defer r.Close()
-	failed := 0
+	failed, invalid := 0, 0
 	for _, f := range files {
 		if f.err != nil {
 			fmt.Fprintf(e.stderr, "%v\n", f.err)
-			failed++
+			invalid++
 			continue
 		}
 		res, err := runWarned(ctx, e.stderr, r, f.job)
@@ -48,8 +60,13 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		}
 		printResult(e.stdout, res)
 	}
-	if failed > 0 {
-		fmt.Fprintf(e.stderr, "%d of %d jobs failed\n", failed, len(files))
+	if failed+invalid > 0 {
+		fmt.Fprintf(e.stderr, "%d of %d jobs failed\n", failed+invalid, len(files))
+	}
+	switch {
+	case invalid > 0:
+		return errInvalid
+	case failed > 0:
 		return errFailed
 	}
 	return nil

@@ -1,9 +1,10 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sluicedata/sluice/expr"
 	"github.com/sluicedata/sluice/plan"
@@ -11,19 +12,28 @@ import (
 	"github.com/sluicedata/sluice/schedule"
 )
 
-func init() {
-	register(verb{name: "validate", usage: "PATH…", short: "parse and check job files without touching a database", run: cmdValidate})
+func init() { register(newValidateCmd) }
+
+func newValidateCmd(e *env) *cobra.Command {
+	var explain bool
+	c := &cobra.Command{
+		Use:   "validate [flags] PATH…",
+		Short: "parse and check job files without touching a database",
+		Long: "Parse and check job files and directories without touching a database: syntax, keys,\n" +
+			"expressions, schedules and unique job names. Every error of a file is reported at once, as\n" +
+			"file:line:col. Exit code 2 if a file is invalid.",
+		ValidArgsFunction: jobArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdValidate(e, explain, args)
+		},
+	}
+	c.Flags().BoolVar(&explain, "explain", false, "print each job's schedule and its next three fire times")
+	return c
 }
 
-func cmdValidate(ctx context.Context, e *env, args []string) error {
-	fs := flags(e, "validate")
-	explain := fs.Bool("explain", false, "print each job's schedule and its next three fire times")
-	paths, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func cmdValidate(e *env, explain bool, paths []string) error {
 	if len(paths) == 0 {
-		return fmt.Errorf("%w: name job files or directories", errUsage)
+		return usageErr("name job files or directories")
 	}
 	files, err := loadJobs(paths)
 	if err != nil {
@@ -49,13 +59,13 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 			continue
 		}
 		fmt.Fprintf(e.stdout, "%s: ok (job %s)\n", f.path, f.job.Name)
-		if *explain {
+		if explain {
 			explainSchedule(e, f.job)
 		}
 	}
 	if bad > 0 {
 		fmt.Fprintf(e.stderr, "%d of %d files invalid\n", bad, len(files))
-		return errFailed
+		return errInvalid
 	}
 	return nil
 }

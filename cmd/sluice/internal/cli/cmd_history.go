@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/runner"
+	"github.com/sluicedata/sluice/serve"
+	"github.com/sluicedata/sluice/sinks/stdout"
+)
+
+func init() { register(newHistoryCmd) }
+
+func newHistoryCmd(e *env) *cobra.Command {
+	var state string
+	var limit int
+	c := &cobra.Command{
+		Use:   "history [flags] [JOB]",
+		Short: "print the run history that sluice serve records",
+		Long: "Print the newest runs that sluice serve recorded in its state database, newest first: job,\n" +
+			"start, duration, status, changes read and written by change type, offsets, and the error.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdHistory(cmd.Context(), e, state, limit, args)
+		},
+	}
+	c.Flags().StringVar(&state, "state", "", "database `URL` holding the history (default: the default connection)")
+	c.Flags().IntVar(&limit, "limit", 20, "show the newest `N` runs")
+	return c
+}
+
+func openStore(ctx context.Context, e *env, r *runner.Runner, state string) (serve.Store, error) {
+	url, err := r.Resolve(state)
+	if err != nil {
+		return nil, err
+	}
+	st, err := serve.OpenStore(ctx, url, serve.StoreOptions{Log: e.log})
+	if err != nil {
+		return nil, fmt.Errorf("state database %s: %w", runner.Redact(url), err)
+	}
+	return st, nil
+}
+
+func cmdHistory(ctx context.Context, e *env, state string, limit int, rest []string) error {
+	if len(rest) > 1 {
+		return usageErr("at most one job name")
+	}
+	job := ""
+	if len(rest) == 1 {
+		job = rest[0]
+	}
+	r := newRunner(e, "")
+	defer r.Close()
+	st, err := openStore(ctx, e, r, state)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runs, err := st.List(ctx, job, limit)
+	if err != nil {
+		return err
+	}
+	cols := []cdc.Column{{Name: "job", Type: cdc.TypeString}, {Name: "start", Type: cdc.TypeTimestamp}, {Name: "seconds", Type: cdc.TypeString},
+		{Name: "status", Type: cdc.TypeString}, {Name: "read", Type: cdc.TypeString}, {Name: "written", Type: cdc.TypeString},
+		{Name: "offset", Type: cdc.TypeString}, {Name: "error", Type: cdc.TypeString}}
+	rows := make([][]any, 0, len(runs))
+	for _, run := range runs {
+		note := run.Error
+		if note == "" {
+			note = run.Skipped
+		}
+		rows = append(rows, []any{run.Job, run.Start, fmt.Sprintf("%.3f", run.Duration().Seconds()), string(run.Status),
+			counts(run.Read), counts(run.Written), run.From.String() + " -> " + run.To.String(), note})
+	}
+	return stdout.Table(e.stdout, cols, rows)
+}

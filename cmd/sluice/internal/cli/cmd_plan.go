@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicedata/sluice/plan"
+)
+
+func init() { register(newPlanCmd) }
+
+func newPlanCmd(e *env) *cobra.Command {
+	var conn string
+	c := &cobra.Command{
+		Use:   "plan [flags] JOB…",
+		Short: "print the stages, connections, SQL and warnings of a job, without running it",
+		Long: "Print each job's plan: its source → filter → project → sink stages, connections (passwords\n" +
+			"masked), the SQL a pushed-down run executes, and warnings. `sluice run` executes exactly\n" +
+			"this plan. Reads the source's schema; moves no offset.",
+		ValidArgsFunction: jobArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdPlan(cmd.Context(), e, conn, args)
+		},
+	}
+	c.Flags().StringVar(&conn, "conn", "", "default connection `URL` for jobs that name none")
+	return c
+}
+
+func cmdPlan(ctx context.Context, e *env, conn string, paths []string) error {
+	if len(paths) == 0 {
+		return usageErr("name a job file")
+	}
+	files, err := loadJobs(paths)
+	if err != nil {
+		return err
+	}
+	r := newRunner(e, conn)
+	defer r.Close()
+	failed, invalid := false, false
+	for i, f := range files {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		if f.err != nil {
+			fmt.Fprintln(e.stderr, f.err)
+			invalid = true
+			continue
+		}
+		prep, err := r.Plan(ctx, f.job)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "%s: %v\n", f.job.Name, err)
+			failed = true
+			continue
+		}
+		if err := plan.Format(e.stdout, prep.Plan); err != nil {
+			return err
+		}
+	}
+	switch {
+	case invalid:
+		return errInvalid
+	case failed:
+		return errFailed
+	}
+	return nil
+}

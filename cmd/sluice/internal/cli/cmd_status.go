@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/serve"
+	"github.com/sluicedata/sluice/sinks/stdout"
+)
+
+func init() { register(newStatusCmd) }
+
+func newStatusCmd(e *env) *cobra.Command {
+	var conn, state string
+	c := &cobra.Command{
+		Use:   "status [flags] DIR|FILE…",
+		Short: "list jobs with schedule, last run, next fire, pending changes and health",
+		Long: "List each job with its schedule, last run (from the state database sluice serve writes),\n" +
+			"next fire time, pending changes (read, not consumed) and health.",
+		ValidArgsFunction: jobArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdStatus(cmd.Context(), e, conn, state, args)
+		},
+	}
+	c.Flags().StringVar(&conn, "conn", "", "default connection `URL` for jobs that name none")
+	c.Flags().StringVar(&state, "state", "", "database `URL` holding the history (default: the default connection)")
+	return c
+}
+
+func cmdStatus(ctx context.Context, e *env, conn, state string, paths []string) error {
+	if len(paths) == 0 {
+		return usageErr("name a directory or job files")
+	}
+	files, err := loadJobs(paths)
+	if err != nil {
+		return err
+	}
+	r := newRunner(e, conn)
+	defer r.Close()
+	st, err := openStore(ctx, e, r, state)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var jobs []*plan.Job
+	for _, f := range files {
+		if f.err != nil {
+			fmt.Fprintln(e.stderr, f.err)
+			continue
+		}
+		jobs = append(jobs, f.job)
+	}
+	sts, err := serve.StatusOf(ctx, jobs, st, lagFunc(r), time.Now())
+	if err != nil {
+		return err
+	}
+	cols := []cdc.Column{{Name: "job", Type: cdc.TypeString}, {Name: "schedule", Type: cdc.TypeString}, {Name: "last run", Type: cdc.TypeString},
+		{Name: "next fire", Type: cdc.TypeString}, {Name: "pending", Type: cdc.TypeString}, {Name: "health", Type: cdc.TypeString}}
+	rows := make([][]any, 0, len(sts))
+	for _, s := range sts {
+		last, next, pending := "never", "-", "?"
+		if s.LastRun != nil {
+			last = fmt.Sprintf("%s %s", s.LastRun.Start.Format(time.DateTime), s.LastRun.Status)
+		}
+		if s.Next != nil {
+			next = s.Next.Format("2006-01-02 15:04:05 MST")
+		}
+		if s.Lag != nil {
+			pending = fmt.Sprint(s.Lag.Changes)
+		} else if s.LagError != "" {
+			pending = "error: " + s.LagError
+		}
+		health := s.Health
+		if s.LastError != "" {
+			health += ": " + s.LastError
+		}
+		rows = append(rows, []any{s.Job, s.Schedule, last, next, pending, health})
+	}
+	return stdout.Table(e.stdout, cols, rows)
+}
