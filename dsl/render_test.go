@@ -51,6 +51,9 @@ func renderJob(j *plan.Job) string {
 	w("  mode %s %s", s.Mode, at(s.ModePos))
 	if len(s.Keys) > 0 {
 		w("  keys %s %s", strings.Join(s.Keys, ","), at(s.KeysPos))
+		if s.OnDelete != "" {
+			w("  on_delete %s %s", s.OnDelete, at(s.OnDeletePos))
+		}
 	}
 	if len(s.Columns) > 0 {
 		w("  columns %s", strings.Join(s.Columns, ","))

@@ -9,11 +9,12 @@ import (
 )
 
 // metaKeys are the metadata keys of a SQL job file's leading comment block.
-var metaKeys = []string{"name", "connection", "sink_connection", "schedule", "timezone"}
+var metaKeys = []string{"name", "connection", "sink_connection", "schedule", "timezone", "history_keys"}
 
 // ParseSQL parses a SQL job file: an optional leading comment block whose
 // "key: value" lines set metadata (name, connection, sink_connection,
-// schedule, timezone; other comment text is ignored), setup statements,
+// schedule, timezone, history_keys; other comment text is ignored), setup
+// statements,
 // and exactly one consuming statement, which must be the last:
 //
 //	INSERT INTO t [(c, …)] SELECT items FROM stream [WHERE cond]
@@ -22,6 +23,8 @@ var metaKeys = []string{"name", "connection", "sink_connection", "schedule", "ti
 //	    WHEN [NOT] MATCHED [AND cond] THEN …
 //
 // Every INSERT … SELECT, INSERT OVERWRITE and MERGE counts as consuming.
+// "history_keys: k1, k2" makes an INSERT INTO job a history sink (mode
+// history, SCD type 2) keyed by those target columns.
 // Setup statements are checked with the statement parser and kept as text
 // and position in Job.Setup. All errors of the file are returned together
 // in a pos.List.
@@ -85,10 +88,47 @@ func ParseSQL(file string, src []byte) (*plan.Job, error) {
 			errs = append(errs, errAt(m.pos, ErrBadValue, "timezone applies to a schedule, but the job has none"))
 		}
 	}
+	if m, ok := meta["history_keys"]; ok {
+		historyKeys(job, m, &errs)
+	}
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return job, nil
+}
+
+// historyKeys makes job's INSERT INTO a history sink keyed by the columns
+// of m ("id, region").
+func historyKeys(job *plan.Job, m metaValue, errs *pos.List) {
+	if job.Sink.Mode != plan.ModeAppend || job.Sink.Merge != nil {
+		*errs = append(*errs, errAt(m.pos, ErrBadValue, "history_keys applies to an INSERT INTO … SELECT job (the consuming statement is %s)", describeMode(job.Sink.Mode)))
+		return
+	}
+	seen := map[string]bool{}
+	for _, k := range strings.Split(m.value, ",") {
+		k = strings.Trim(strings.TrimSpace(k), "`\"")
+		if k == "" {
+			*errs = append(*errs, errAt(m.pos, ErrBadValue, "history_keys lists an empty column name"))
+			return
+		}
+		if seen[strings.ToLower(k)] {
+			*errs = append(*errs, errAt(m.pos, ErrDuplicate, "key column %q is listed twice", k))
+			return
+		}
+		seen[strings.ToLower(k)] = true
+		job.Sink.Keys = append(job.Sink.Keys, k)
+	}
+	job.Sink.Mode, job.Sink.KeysPos = plan.ModeHistory, m.pos
+}
+
+func describeMode(m plan.Mode) string {
+	switch m {
+	case plan.ModeOverwrite:
+		return "INSERT OVERWRITE"
+	case plan.ModeMerge:
+		return "MERGE INTO"
+	}
+	return string(m)
 }
 
 // metaValue is one metadata value and the position of its first byte.

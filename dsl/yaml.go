@@ -16,7 +16,7 @@ import (
 var (
 	jobKeys    = []string{"name", "connection", "source", "filter", "select", "sink", "schedule", "timezone"}
 	sourceKeys = []string{"stream", "columns"}
-	sinkKeys   = []string{"table", "stdout", "format", "mode", "keys", "connection"}
+	sinkKeys   = []string{"table", "stdout", "format", "mode", "keys", "on_delete", "connection"}
 )
 
 // ParseYAML parses a YAML job file (see the package documentation for the

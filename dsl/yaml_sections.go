@@ -132,6 +132,15 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 			}
 		case "keys":
 			s.Keys, s.KeysPos = y.keys(sp), sp.valPos
+		case "on_delete":
+			if v, ok := y.str(sp, "on_delete"); ok {
+				s.OnDeletePos = sp.valPos
+				if d, ok := parseOnDelete(v); ok {
+					s.OnDelete = d
+				} else {
+					y.add(sp.valPos, ErrBadValue, "unknown on_delete %q (known: delete, soft, ignore)", v)
+				}
+			}
 		case "connection":
 			if v, ok := y.str(sp, "sink connection"); ok {
 				s.Conn, s.ConnPos = v, sp.valPos
@@ -158,11 +167,25 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 	}
 	_, hasKeys := have["keys"]
 	switch {
-	case s.Mode == plan.ModeMerge && !hasKeys:
-		y.add(pr.keyPos, ErrMissingKey, "mode merge needs keys: the target's key columns (keys: [id])")
-	case s.Mode != plan.ModeMerge && hasKeys:
-		y.add(have["keys"].keyPos, ErrBadValue, "keys apply only to mode merge (the mode is %s)", s.Mode)
+	case s.Mode.Keyed() && !hasKeys:
+		y.add(pr.keyPos, ErrMissingKey, "mode %s needs keys: the target's key columns (keys: [id])", s.Mode)
+	case !s.Mode.Keyed() && hasKeys:
+		y.add(have["keys"].keyPos, ErrBadValue, "keys apply only to modes merge and history (the mode is %s)", s.Mode)
 	}
+	if d, ok := have["on_delete"]; ok && s.Mode != plan.ModeMerge {
+		y.add(d.keyPos, ErrBadValue, "on_delete applies only to mode merge (the mode is %s)", s.Mode)
+	}
+}
+
+// parseOnDelete parses an on_delete choice (case-insensitive).
+func parseOnDelete(s string) (plan.OnDelete, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	for _, d := range plan.OnDeletes {
+		if string(d) == s {
+			return d, true
+		}
+	}
+	return "", false
 }
 
 // keys walks "keys: [a, b]" (a single name is accepted too).

@@ -55,7 +55,7 @@ func TestSchemaDocument(t *testing.T) {
 		t.Error("sink must forbid unknown keys")
 	}
 	modes := sink["properties"].(map[string]any)["mode"].(map[string]any)["enum"]
-	if fmt.Sprint(modes) != "[append overwrite errorifexists ignore merge]" {
+	if fmt.Sprint(modes) != "[append overwrite errorifexists ignore merge history]" {
 		t.Errorf("mode enum %v", modes)
 	}
 	// Every keyword is one the checker below understands, so that a test
@@ -162,6 +162,11 @@ func TestSchemaAcceptsAndRejects(t *testing.T) {
 		{"source: s\nsink: {table: t}\nname: 'bad name'\n", false},            // bad name
 		{"source: s\nsink: {table: t}\nschedule: 5\n", false},                 // schedule must be text
 		{"source: s\nsink: {table: t, keys: [id, id], mode: merge}\n", false}, // duplicate keys
+		{"source: s\nsink: {table: t, mode: history, keys: [id]}\n", true},
+		{"source: s\nsink: {table: t, mode: merge, keys: [id], on_delete: soft}\n", true},
+		{"source: s\nsink: {table: t, mode: history}\n", false},                              // history without keys
+		{"source: s\nsink: {table: t, mode: history, keys: [id], on_delete: soft}\n", false}, // on_delete only for merge
+		{"source: s\nsink: {table: t, mode: merge, keys: [id], on_delete: purge}\n", false},  // bad on_delete
 	}
 	for _, c := range cases {
 		errs := validate(s, s, "", yamlValue(t, []byte(c.yaml)))

@@ -64,6 +64,25 @@ func Format(w io.Writer, p *Plan) error {
 		}
 	}
 	b.WriteString("\n")
+	switch {
+	case p.Sink.Mode == ModeHistory:
+		fmt.Fprintf(&b, "             one row per version of each key, plus %s TIMESTAMP (the commit that made it) and %s TIMESTAMP (the commit that replaced or deleted it; NULL while current)", ColValidFrom, ColValidTo)
+		if p.Sink.TableExists {
+			b.WriteString("; the existing target must have both")
+		}
+		if p.Source.Mode == "STANDARD" {
+			b.WriteString("; a STANDARD stream nets out the changes between runs: one version per key per run")
+		}
+		b.WriteString("\n")
+	case p.Sink.Mode == ModeMerge && p.Sink.OnDelete == OnDeleteSoft:
+		fmt.Fprintf(&b, "             on delete: soft — the row stays, %s TIMESTAMP is set to the DELETE's commit time (a later INSERT clears it)", ColDeletedAt)
+		if p.Sink.TableExists {
+			b.WriteString("; the existing target must have it")
+		}
+		b.WriteString("\n")
+	case p.Sink.Mode == ModeMerge && p.Sink.OnDelete == OnDeleteIgnore:
+		b.WriteString("             on delete: ignore — a DELETE leaves the target row as it was\n")
+	}
 	if p.Pushdown {
 		b.WriteString("execution: pushed down — one transaction in the database; rows never leave it\n")
 	} else {

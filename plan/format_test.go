@@ -163,7 +163,7 @@ func TestFormatWriteError(t *testing.T) {
 }
 
 func TestModes(t *testing.T) {
-	want := []Mode{"append", "overwrite", "errorifexists", "ignore", "merge"}
+	want := []Mode{"append", "overwrite", "errorifexists", "ignore", "merge", "history"}
 	if len(Modes) != len(want) {
 		t.Fatalf("Modes = %q, want %q", Modes, want)
 	}

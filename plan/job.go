@@ -15,10 +15,38 @@ const (
 	ModeErrorIfExists Mode = "errorifexists" // fail if the target table exists, else create and insert
 	ModeIgnore        Mode = "ignore"        // do nothing (and consume nothing) if the target exists
 	ModeMerge         Mode = "merge"         // upsert INSERT/UPDATE_AFTER, delete DELETE, by key
+	ModeHistory       Mode = "history"       // one row per version of each key (SCD type 2), by key
 )
 
 // Modes lists the valid modes in documentation order.
-var Modes = []Mode{ModeAppend, ModeOverwrite, ModeErrorIfExists, ModeIgnore, ModeMerge}
+var Modes = []Mode{ModeAppend, ModeOverwrite, ModeErrorIfExists, ModeIgnore, ModeMerge, ModeHistory}
+
+// Keyed reports whether the mode writes by key columns (merge, history).
+func (m Mode) Keyed() bool { return m == ModeMerge || m == ModeHistory }
+
+// OnDelete is what a merge sink does with a key's DELETE.
+type OnDelete string
+
+// The on_delete choices of mode merge.
+const (
+	OnDeleteDelete OnDelete = "delete" // delete the target row (the default)
+	OnDeleteSoft   OnDelete = "soft"   // keep the row, set __deleted_at to the delete's commit timestamp
+	OnDeleteIgnore OnDelete = "ignore" // keep the row as it was
+)
+
+// OnDeletes lists the valid on_delete choices in documentation order.
+var OnDeletes = []OnDelete{OnDeleteDelete, OnDeleteSoft, OnDeleteIgnore}
+
+// The columns sluice adds to a target: a history sink's validity interval
+// (the __commit_timestamp of the change that made the version, and of the
+// one that replaced or deleted it, NULL while current) and a soft-delete
+// merge's deletion mark (the __commit_timestamp of the DELETE, NULL while
+// the row exists at the source). All are TIMESTAMP.
+const (
+	ColValidFrom = "__valid_from"
+	ColValidTo   = "__valid_to"
+	ColDeletedAt = "__deleted_at"
+)
 
 // Expr is an expression as written in a job file: its text, where the text
 // starts, and nothing else. Package expr parses and binds it.
@@ -85,9 +113,12 @@ type Sink struct {
 	Format  string
 	Mode    Mode
 	ModePos pos.Pos
-	// Keys are the merge key columns (target column names).
+	// Keys are the merge or history key columns (target column names).
 	Keys    []string
 	KeysPos pos.Pos
+	// OnDelete is what mode merge does with a DELETE; "" means delete.
+	OnDelete    OnDelete
+	OnDeletePos pos.Pos
 	// Conn is the sink's own connection; "" means the job's.
 	Conn    string
 	ConnPos pos.Pos

@@ -80,6 +80,9 @@ type SinkStage struct {
 	Table   string
 	Mode    Mode
 	Keys    []string
+	// OnDelete is what mode merge does with a DELETE (OnDeleteDelete when
+	// the job leaves it out); "" for other modes.
+	OnDelete OnDelete
 	// Schema is the projected schema written to the target (Key = Keys).
 	Schema cdc.Schema
 	// TableExists tells whether the target existed when the plan was made.
@@ -98,6 +101,27 @@ type SinkStage struct {
 	// that set only the carried columns; without it a sink refuses a
 	// partial row. Set by the runner's planning (runner.PartialRowSource).
 	PartialRows bool
+}
+
+// NeedsCommitTime reports whether what the sink writes depends on each
+// change's __commit_timestamp: a history sink (__valid_from, __valid_to)
+// and a soft-delete merge (__deleted_at). Its change relation then carries
+// the column changerel.TS.
+func (st *SinkStage) NeedsCommitTime() bool {
+	return st.Mode == ModeHistory || (st.Mode == ModeMerge && st.OnDelete == OnDeleteSoft)
+}
+
+// AddedColumns returns the columns the sink writes besides the projected
+// ones (TIMESTAMP each): __valid_from and __valid_to for mode history,
+// __deleted_at for a soft-delete merge, none otherwise.
+func (st *SinkStage) AddedColumns() []string {
+	switch {
+	case st.Mode == ModeHistory:
+		return []string{ColValidFrom, ColValidTo}
+	case st.Mode == ModeMerge && st.OnDelete == OnDeleteSoft:
+		return []string{ColDeletedAt}
+	}
+	return nil
 }
 
 // IgnoresUpdateBefore reports whether what the sink writes does not depend

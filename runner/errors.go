@@ -12,6 +12,10 @@ var (
 	ErrNotSource     = errors.New("backend cannot be a source")
 	ErrNotSink       = errors.New("backend cannot be a sink")
 	ErrTargetExists  = errors.New("target table exists")
+	// ErrSinkMode is a sink mode the job's source cannot feed, or whose
+	// columns clash with the projection (mode history from an APPEND_ONLY
+	// stream, a projected __valid_from).
+	ErrSinkMode = errors.New("sink mode does not fit the job")
 	// ErrPushdownValue wraps the failure of a pushed-down run caused by a
 	// row's value (a value that does not fit a target column, a broken
 	// constraint): the database names neither the row nor the column, so

@@ -247,6 +247,9 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 	if ps, ok := prep.source.(PartialRowSource); ok && ps.PartialRows(prep.stream) {
 		st.PartialRows = true
 	}
+	if err := checkAddedColumns(p, job, &st); err != nil {
+		return err
+	}
 	if mode == plan.ModeMerge && st.Merge == nil {
 		if ns, ok := prep.source.(NetChangeSource); ok && ns.NetChanges(prep.stream) {
 			st.OneChangePerKey = keysPassThrough(p.Project, job.Sink.Keys, prep.stream.TableSchema)
@@ -367,6 +370,7 @@ func warnings(p *plan.Plan) []string {
 	if w := mergeKeysWarning(p); w != "" {
 		out = append(out, w)
 	}
+	out = append(out, addedColumnWarnings(p)...)
 	if p.Sink.Mode == plan.ModeOverwrite {
 		out = append(out, fmt.Sprintf("mode overwrite: each run replaces the rows of %s with that run's rows; a run with no pending changes leaves it empty", p.Sink.Table))
 	}

@@ -1,0 +1,3 @@
+-- name: orders_history
+-- history_keys: id
+INSERT INTO orders_history SELECT id, status, amount FROM orders_stream;
