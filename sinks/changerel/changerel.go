@@ -10,6 +10,10 @@
 //	__ord     integer  the order of arrival among equal versions
 //	__present text     NULL for a full row; else one '1'/'0' per projected
 //	                   column: whether the column is carried (partial rows)
+//	__ts      timestamp the commit timestamp (cdc.Change.CommitTime), stored
+//	                   as the sink stores TIMESTAMP; only for a sink that
+//	                   records it (plan.SinkStage.NeedsCommitTime: mode
+//	                   history, a soft-delete merge)
 //	<columns>          the projected columns (plan.SinkStage.Schema), by name,
 //	                   stored as the sink's backend stores their types
 package changerel
@@ -22,6 +26,7 @@ const (
 	Ver     = "__ver"
 	Ord     = "__ord"
 	Present = "__present"
+	TS      = "__ts"
 )
 
 // StageTable is the temporary table a sink transaction stages merge rows

@@ -142,7 +142,7 @@ func CompileApply(st *plan.SinkStage, target cdc.Schema, relation string, opt Ap
 		return nil, err
 	}
 	a := &Apply{table: st.Table, st: st}
-	if st.Mode != plan.ModeMerge {
+	if !st.Mode.Keyed() {
 		a.compileAppend(names, relation, opt)
 		return a, nil
 	}
@@ -154,6 +154,10 @@ func CompileApply(st *plan.SinkStage, target cdc.Schema, relation string, opt Ap
 			return nil, fmt.Errorf("postgres sink: merge key %q of %s is not a projected column (projected: %s)", k, Quote(st.Table), strings.Join(st.Schema.Names(), ", "))
 		}
 	}
+	if st.Mode == plan.ModeHistory {
+		a.compileHistory(names, target, relation)
+		return a, nil
+	}
 	a.compileMerge(names, relation, opt)
 	return a, nil
 }
@@ -163,7 +167,7 @@ func CompileApply(st *plan.SinkStage, target cdc.Schema, relation string, opt Ap
 func checkReserved(s cdc.Schema) error {
 	for _, c := range s.Columns {
 		switch strings.ToLower(c.Name) {
-		case colOp, colVer, colOrd, colPresent:
+		case colOp, colVer, colOrd, colPresent, colTS:
 			return fmt.Errorf("postgres sink: projected column %q collides with sluice's staging column of that name; rename it with AS", c.Name)
 		}
 	}
@@ -264,7 +268,7 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 		}
 	case opt.Partial:
 		a.add(kindExec, "collapse to the net change per key (last in commit order; UPDATE_BEFORE ignored; partial rows folded column by column)",
-			fmt.Sprintf("CREATE TEMP TABLE %s AS %s", netTable, foldSQL(s, isKey, kl, relation)))
+			fmt.Sprintf("CREATE TEMP TABLE %s AS %s", netTable, foldSQL(s, isKey, kl, relation, a.st.NeedsCommitTime())))
 		analyze(net)
 	default:
 		var cols []string
@@ -273,7 +277,7 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 		}
 		a.add(kindExec, "collapse to the net change per key (last in commit order; UPDATE_BEFORE ignored)",
 			fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT DISTINCT ON (%s) %s, %s, %s FROM %s AS __r WHERE %s <> 'UPDATE_BEFORE' ORDER BY %s, %s DESC, %s DESC",
-				netTable, kl, colOp, colPresent, strings.Join(cols, ", "), relation, colOp, kl, colVer, colOrd))
+				netTable, kl, strings.Join(a.netMeta(), ", "), colPresent, strings.Join(cols, ", "), relation, colOp, kl, colVer, colOrd))
 		analyze(net)
 	}
 	if full {
@@ -304,6 +308,11 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 	}
 	tl, nl := strings.Join(tcols, ", "), strings.Join(ncols, ", ")
 	onl := strings.Join(on, " AND ")
+	if a.st.OnDelete == plan.OnDeleteSoft {
+		// an INSERT or update of a soft-deleted key brings it back
+		sets = append(sets, Quote(plan.ColDeletedAt)+" = NULL")
+		psets = append(psets, Quote(plan.ColDeletedAt)+" = NULL")
+	}
 	if opt.ServerVersion == 0 || opt.ServerVersion >= MinMergeVersion {
 		update := ""
 		if len(sets) > 0 {
@@ -319,12 +328,12 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 			}
 			idle += "\nWHEN NOT MATCHED AND " + opt.CountIdle + " THEN DO NOTHING"
 		}
-		a.add(kindExec, "apply the net changes with one MERGE (DELETE deletes; INSERT/UPDATE_AFTER upsert)",
-			fmt.Sprintf("MERGE INTO %s AS __t USING %s AS __n ON %s\nWHEN MATCHED AND __n.%s = 'DELETE' THEN DELETE%s\nWHEN NOT MATCHED AND __n.%s <> 'DELETE' THEN INSERT (%s) VALUES (%s)%s",
-				t, net, onl, colOp, update, colOp, tl, nl, idle))
+		what, del := a.mergeDelete()
+		a.add(kindExec, "apply the net changes with one MERGE ("+what+"; INSERT/UPDATE_AFTER upsert)",
+			fmt.Sprintf("MERGE INTO %s AS __t USING %s AS __n ON %s\nWHEN MATCHED AND __n.%s = 'DELETE' THEN %s%s\nWHEN NOT MATCHED AND __n.%s <> 'DELETE' THEN INSERT (%s) VALUES (%s)%s",
+				t, net, onl, colOp, del, update, colOp, tl, nl, idle))
 	} else {
-		a.add(kindExec, "PostgreSQL < 15 has no MERGE: delete keys whose net change is DELETE",
-			fmt.Sprintf("DELETE FROM %s AS __t USING %s AS __n WHERE %s AND __n.%s = 'DELETE'", t, net, onl, colOp))
+		a.addDeletes(t, net, onl)
 		if opt.Partial && len(psets) > 0 {
 			a.add(kindExec, "PostgreSQL < 15: update existing keys from partial rows (only the carried columns)",
 				fmt.Sprintf("UPDATE %s AS __t SET %s FROM %s AS __n WHERE %s AND __n.%s <> 'DELETE' AND __n.%s IS NOT NULL",
@@ -340,6 +349,9 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 				if !isKey[i] {
 					ex = append(ex, fmt.Sprintf("%s = EXCLUDED.%s", Quote(names[i]), Quote(names[i])))
 				}
+			}
+			if a.st.OnDelete == plan.OnDeleteSoft {
+				ex = append(ex, Quote(plan.ColDeletedAt)+" = NULL")
 			}
 			conflict = "DO UPDATE SET " + strings.Join(ex, ", ")
 		}
@@ -370,7 +382,7 @@ func quoteTargetKeys(st *plan.SinkStage, names []string) string {
 // NULL (full) when the segment starts with a full row or a DELETE (a row
 // re-created after a DELETE has NULL in the columns not carried), else the
 // mask of carried columns.
-func foldSQL(s cdc.Schema, isKey []bool, kl, relation string) string {
+func foldSQL(s cdc.Schema, isKey []bool, kl, relation string, withTS bool) string {
 	l1 := fmt.Sprintf(`SELECT __r.*, row_number() OVER __w AS __s_seq,
 	count(*) FILTER (WHERE %[1]s = 'DELETE' OR %[2]s IS NULL) OVER (__w ROWS UNBOUNDED PRECEDING) AS __s_grp
 	FROM %[3]s AS __r WHERE %[1]s <> 'UPDATE_BEFORE' WINDOW __w AS (PARTITION BY %[4]s ORDER BY %[5]s, %[6]s)`,
@@ -393,6 +405,9 @@ func foldSQL(s cdc.Schema, isKey []bool, kl, relation string) string {
 	if len(all) > 0 {
 		present = fmt.Sprintf("CASE WHEN bool_or(%s = 'DELETE' OR %s IS NULL) OR (%s) THEN NULL ELSE %s END",
 			colOp, colPresent, strings.Join(all, " AND "), strings.Join(mask, " || "))
+	}
+	if withTS {
+		sel = append(sel, fmt.Sprintf("(array_agg(%[1]s ORDER BY __s_seq DESC))[1] AS %[1]s", colTS))
 	}
 	return fmt.Sprintf(`SELECT (array_agg(%s ORDER BY __s_seq DESC))[1] AS %s, %s AS %s, %s FROM (%s) AS __l GROUP BY %s`,
 		colOp, colOp, present, colPresent, strings.Join(sel, ", "), l2, kl)

@@ -49,3 +49,9 @@ func errPartialRow(table string) error {
 // ErrMergeCardinality is wrapped by the error of a SQL MERGE whose source
 // touches one target row (or inserts one key) more than once.
 var ErrMergeCardinality = errors.New("MERGE source touches a target row more than once")
+
+// ErrAddedColumn is wrapped by the error of an existing target that lacks
+// a column the sink adds (mode history's __valid_from and __valid_to, a
+// soft-delete merge's __deleted_at) or has it with a type other than a
+// timestamp.
+var ErrAddedColumn = errors.New("target lacks a column the sink mode writes")

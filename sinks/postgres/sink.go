@@ -113,6 +113,8 @@ func (p *Plan) Stage() *plan.SinkStage { return p.st }
 type compiled struct {
 	table   string
 	create  string     // CREATE TABLE of a missing target, "" when it exists
+	index   string     // CREATE INDEX of a missing target, "" for none (createTarget)
+	meta    []string   // the change-relation columns staged before the projected ones
 	target  *Table     // the target (synthesized when missing)
 	types   []cdc.Type // the logical type each projected column is written as
 	columns []string   // target column names, aligned with st.Schema
@@ -140,10 +142,14 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 		if st.Mode == plan.ModeMerge {
 			keys = st.Keys
 		}
-		c.create = CreateTableSQL(st.Table, st.Schema, keys)
+		c.create, c.index = createTarget(st)
 		t = &Table{Name: st.Table, Key: keys}
-		for _, col := range st.Schema.Columns {
+		for _, col := range withAdded(st).Columns {
 			t.Columns = append(t.Columns, Column{Column: col, PGType: ColumnType(col.Type), Native: true})
+		}
+	} else if st.Merge == nil {
+		if err := checkAdded(t, st); err != nil {
+			return nil, err
 		}
 	}
 	c.target = t
@@ -175,10 +181,10 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 		pgt := t.Columns[target.Index(tc.Name)].PGType
 		stageDefs = append(stageDefs, Quote(col.Name)+" "+pgt)
 	}
-	if st.Mode != plan.ModeMerge && st.Merge == nil {
+	if !st.Mode.Keyed() && st.Merge == nil {
 		return c, nil
 	}
-	if st.Merge == nil && exists && p.sink.version < MinMergeVersion {
+	if st.Merge == nil && st.Mode == plan.ModeMerge && exists && p.sink.version < MinMergeVersion {
 		ok, err := hasUniqueKey(ctx, q, st.Table, t, st.Keys)
 		if err != nil {
 			return nil, err
@@ -210,8 +216,13 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 			return nil, err
 		}
 	}
-	c.stage = fmt.Sprintf("CREATE TEMP TABLE %s (%s text NOT NULL, %s bigint, %s bigint NOT NULL, %s text, %s) ON COMMIT DROP",
-		StageTable, colOp, colVer, colOrd, colPresent, strings.Join(stageDefs, ", "))
+	c.meta = []string{colOp, colVer, colOrd, colPresent}
+	metaDefs := []string{colOp + " text NOT NULL", colVer + " bigint", colOrd + " bigint NOT NULL", colPresent + " text"}
+	if st.NeedsCommitTime() {
+		c.meta, metaDefs = append(c.meta, colTS), append(metaDefs, colTS+" timestamptz")
+	}
+	c.stage = fmt.Sprintf("CREATE TEMP TABLE %s (%s, %s) ON COMMIT DROP",
+		StageTable, strings.Join(metaDefs, ", "), strings.Join(stageDefs, ", "))
 	return c, nil
 }
 
@@ -282,7 +293,7 @@ func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
 			fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", Quote(st.Table), QuoteList("", c.columns))))
 	} else {
 		cols := QuoteList("", st.Schema.Names())
-		out = append(out, sk("COPY each batch into the staging table", fmt.Sprintf("COPY %s (%s, %s, %s, %s, %s) FROM STDIN (FORMAT binary)", StageTable, colOp, colVer, colOrd, colPresent, cols)))
+		out = append(out, sk("COPY each batch into the staging table", fmt.Sprintf("COPY %s (%s, %s) FROM STDIN (FORMAT binary)", StageTable, strings.Join(c.meta, ", "), cols)))
 		if c.batch != nil {
 			out = append(out, sk(fmt.Sprintf("after each batch (one change per key: batches are independent), memory for the merge sized to the batch: %d bytes a row, %dMB to %dMB", WorkMemPerRow, MinWorkMem>>20, MaxWorkMem>>20), WorkMemSQL(10_000)))
 			for _, s := range c.batch.Steps() {
@@ -326,6 +337,9 @@ func (c *compiled) attachSteps(st *plan.SinkStage, exists, stage bool) []plan.St
 	out := []plan.Step{sk("serialize runs of this job", "SELECT pg_advisory_xact_lock(hashtext('sluice.job:' || $1))")}
 	if !exists {
 		out = append(out, sk(fmt.Sprintf("create the missing target %s", st.Table), c.create))
+		if c.index != "" {
+			out = append(out, sk("index its keys and __valid_to (finds a key's current version)", c.index))
+		}
 	}
 	switch st.Mode {
 	case plan.ModeOverwrite:

@@ -97,6 +97,9 @@ func (p *Plan) attach(ctx context.Context, tx pgx.Tx, job string, owned bool) (*
 	if c.create != "" {
 		setup = append(setup, c.create)
 	}
+	if c.index != "" {
+		setup = append(setup, c.index)
+	}
 	if exists && st.Mode == plan.ModeOverwrite {
 		setup = append(setup, "DELETE FROM "+Quote(st.Table))
 	}
@@ -163,7 +166,7 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 	staged := t.c.apply != nil
 	off := 0
 	if staged {
-		off = 4
+		off = len(t.c.meta)
 	}
 	rows := make([][]any, 0, len(batch))
 	for bi := range batch {
@@ -181,6 +184,9 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 			}
 			t.ord++
 			r[0], r[1], r[2], r[3] = ch.Op.String(), ch.CommitVersion, t.ord, presentMask(ch)
+			if off > 4 {
+				r[4] = ch.CommitTime
+			}
 			if ch.Present != nil {
 				t.partial = true
 			}
@@ -215,7 +221,7 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 	var names []string
 	if staged {
 		table = pgx.Identifier{StageTable}
-		names = append([]string{colOp, colVer, colOrd, colPresent}, st.Schema.Names()...)
+		names = append(append([]string(nil), t.c.meta...), st.Schema.Names()...)
 	} else {
 		table = pgx.Identifier{st.Table}
 		names = t.c.columns

@@ -111,17 +111,21 @@ func CompileApplyWith(st *plan.SinkStage, target cdc.Schema, relation string, op
 // projected columns have types rel, into target columns of types tt.
 func compileApply(st *plan.SinkStage, rel, tt []cdc.Type, relation string, full bool) (*Apply, error) {
 	a := &Apply{table: st.Table, st: st, full: full}
-	if st.Mode != plan.ModeMerge {
+	if !st.Mode.Keyed() {
 		a.compileAppend(rel, tt, relation)
 		return a, nil
 	}
 	if len(st.Keys) == 0 {
-		return nil, fmt.Errorf("sqlite sink: mode merge into %q needs key columns", st.Table)
+		return nil, fmt.Errorf("sqlite sink: mode %s into %q needs key columns", st.Mode, st.Table)
 	}
 	for _, k := range st.Keys {
 		if st.Schema.Index(k) < 0 {
-			return nil, fmt.Errorf("sqlite sink: merge key %q of %q is not a projected column (projected: %s)", k, st.Table, strings.Join(st.Schema.Names(), ", "))
+			return nil, fmt.Errorf("sqlite sink: %s key %q of %q is not a projected column (projected: %s)", st.Mode, k, st.Table, strings.Join(st.Schema.Names(), ", "))
 		}
+	}
+	if st.Mode == plan.ModeHistory {
+		a.compileHistory(rel, tt, relation)
+		return a, nil
 	}
 	a.compileMerge(rel, tt, relation)
 	return a, nil
@@ -132,7 +136,7 @@ func compileApply(st *plan.SinkStage, rel, tt []cdc.Type, relation string, full 
 func checkReserved(s cdc.Schema) error {
 	for _, c := range s.Columns {
 		switch strings.ToLower(c.Name) {
-		case colOp, colVer, colOrd, colPresent:
+		case colOp, colVer, colOrd, colPresent, colTS:
 			return fmt.Errorf("sqlite sink: projected column %q collides with sluice's staging column of that name; rename it with AS", c.Name)
 		}
 	}
@@ -248,6 +252,9 @@ func (a *Apply) compileMerge(rel, tt []cdc.Type, relation string) {
 		}
 	}
 	fmt.Fprintf(&out, "max(CASE WHEN __s_seq = __s_last THEN %[1]s END) AS %[1]s, max(%[1]s = 'DELETE') AS __reset", colOp)
+	if a.st.NeedsCommitTime() {
+		fmt.Fprintf(&out, ", max(CASE WHEN __s_seq = __s_last THEN %[1]s END) AS %[1]s", colTS)
+	}
 	var mask, full []string
 	for i, c := range s.Columns {
 		if isKey[i] {
@@ -278,6 +285,9 @@ func (a *Apply) compileMergeFull(rel, tt []cdc.Type, relation, kl, kt string, is
 	for i, c := range s.Columns {
 		fmt.Fprintf(&out, "%s AS %s, ", fitExpr(sqlitex.Quote(c.Name), rel[i], tt[i], c.Name, kt), sqlitex.Quote(c.Name))
 	}
+	if a.st.NeedsCommitTime() {
+		fmt.Fprintf(&out, "%s, ", colTS)
+	}
 	fmt.Fprintf(&out, "%[1]s, 0 AS __reset, NULL AS %[2]s FROM (SELECT *, row_number() OVER (PARTITION BY %[3]s ORDER BY %[4]s DESC, %[5]s DESC) AS __s_rn "+
 		"FROM %[6]s AS __r WHERE %[1]s <> 'UPDATE_BEFORE') WHERE __s_rn = 1", colOp, colPresent, kl, colVer, colOrd, relation)
 	a.applyNet(out.String(), "keep the last change per key in commit order (UPDATE_BEFORE ignored)", kl, isKey, false)
@@ -295,8 +305,7 @@ func (a *Apply) applyNet(query, what, kl string, isKey []bool, partial bool) {
 		fmt.Sprintf("SELECT %s, count(*) FROM %s GROUP BY %s", colOp, net, colOp))
 
 	t := sqlitex.Quote(a.table)
-	a.add(kindExec, "delete keys whose net change is DELETE (or a re-insert after DELETE)",
-		fmt.Sprintf("DELETE FROM %s WHERE (%s) IN (SELECT %s FROM %s WHERE %s = 'DELETE' OR __reset = 1)", t, kl, kl, net, colOp))
+	a.addDeletes(t, kl, net, partial)
 
 	var cols, sets, psets, pvals, on []string
 	for i, c := range s.Columns {
@@ -310,6 +319,11 @@ func (a *Apply) applyNet(query, what, kl string, isKey []bool, partial bool) {
 		sets = append(sets, fmt.Sprintf("%s = excluded.%s", q, q))
 		psets = append(psets, fmt.Sprintf("%s = CASE WHEN substr(__n.%s, %d, 1) = '1' THEN __n.%s ELSE __t.%s END", q, colPresent, i+1, q, q))
 		pvals = append(pvals, fmt.Sprintf("CASE WHEN substr(%s, %d, 1) = '1' THEN %s END", colPresent, i+1, q))
+	}
+	if a.st.OnDelete == plan.OnDeleteSoft {
+		// an INSERT or update of a soft-deleted key brings it back
+		sets = append(sets, sqlitex.Quote(plan.ColDeletedAt)+" = NULL")
+		psets = append(psets, sqlitex.Quote(plan.ColDeletedAt)+" = NULL")
 	}
 	cl := strings.Join(cols, ", ")
 	if partial && len(psets) > 0 {

@@ -85,6 +85,8 @@ func (p *Plan) Steps() []plan.Step { return p.steps }
 type compiled struct {
 	table    string
 	create   string     // CREATE TABLE of a missing target, "" when it exists
+	index    string     // CREATE INDEX of a missing target, "" for none (createTarget)
+	meta     int        // the change-relation columns staged before the projected ones (4, or 5 with changerel.TS)
 	types    []cdc.Type // the target type of each projected column
 	relTypes []cdc.Type // the type staged values are encoded as
 	notNull  []bool     // mode merge: the target column is NOT NULL and not a merge key (those are checked apart), aligned with st.Schema
@@ -109,8 +111,10 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 		if st.Mode == plan.ModeMerge {
 			keys = st.Keys
 		}
-		c.create = createTableSQL(st.Table, st.Schema, keys)
-		target = cdc.Schema{Columns: st.Schema.Columns, Key: keys}
+		c.create, c.index = createTarget(st)
+		target = cdc.Schema{Columns: withAdded(st).Columns, Key: keys}
+	} else if err := checkAdded(st.Table, target, st); err != nil {
+		return nil, err
 	}
 	switch {
 	case st.Merge != nil:
@@ -124,6 +128,15 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 			c.relTypes[i] = col.Type
 		}
 		c.types = c.relTypes
+	case st.Mode == plan.ModeHistory:
+		types, err := checkTarget(st.Table, target, st.Schema)
+		if err != nil {
+			return nil, err
+		}
+		c.types, c.relTypes = types, types
+		if c.apply, err = compileApply(st, types, types, "temp."+StageTable, true); err != nil {
+			return nil, err
+		}
 	default:
 		types, err := checkTarget(st.Table, target, st.Schema)
 		if err != nil {
@@ -167,12 +180,17 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 		return c, nil
 	}
 	defs := []string{colOp + " TEXT NOT NULL", colVer + " INTEGER", colOrd + " INTEGER NOT NULL", colPresent + " TEXT"}
+	meta := []string{colOp, colVer, colOrd, colPresent}
+	if st.NeedsCommitTime() {
+		defs, meta = append(defs, colTS+" TEXT"), append(meta, colTS)
+	}
+	c.meta = len(meta)
 	for i, col := range st.Schema.Columns {
 		defs = append(defs, sqlitex.Quote(col.Name)+" "+sqlitex.DeclaredType(c.relTypes[i]))
 	}
 	c.stage = fmt.Sprintf("CREATE TEMP TABLE %s (%s)", StageTable, strings.Join(defs, ", "))
-	c.insert = fmt.Sprintf("INSERT INTO temp.%s (%s, %s, %s, %s, %s) VALUES (?, ?, ?, ?, %s)", StageTable,
-		colOp, colVer, colOrd, colPresent, strings.Join(cols, ", "), strings.Join(marks, ", "))
+	c.insert = fmt.Sprintf("INSERT INTO temp.%s (%s, %s) VALUES (%s, %s)", StageTable,
+		strings.Join(meta, ", "), strings.Join(cols, ", "), strings.Repeat("?, ", len(meta)-1)+"?", strings.Join(marks, ", "))
 	return c, nil
 }
 
@@ -216,6 +234,9 @@ func (c *compiled) attachSteps(st *plan.SinkStage, exists bool) []plan.Step {
 	out := []plan.Step{sinkStep("create the checkpoint table if missing", createCheckpointsSQL)}
 	if !exists {
 		out = append(out, sinkStep(fmt.Sprintf("create the missing target %s", st.Table), c.create))
+		if c.index != "" {
+			out = append(out, sinkStep("index its keys and __valid_to (finds a key's current version)", c.index))
+		}
 	}
 	switch st.Mode {
 	case plan.ModeOverwrite:

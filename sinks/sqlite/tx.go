@@ -98,7 +98,7 @@ func (p *Plan) attach(ctx context.Context, conn Querier, job string) (*Tx, error
 		return nil, err
 	}
 	if !exists {
-		target = cdc.Schema{Columns: st.Schema.Columns}
+		target = cdc.Schema{Columns: withAdded(st).Columns}
 		if st.Mode == plan.ModeMerge {
 			target.Key = st.Keys
 		}
@@ -108,6 +108,9 @@ func (p *Plan) attach(ctx context.Context, conn Querier, job string) (*Tx, error
 	var setup []string
 	if c.create != "" {
 		setup = append(setup, c.create)
+	}
+	if c.index != "" {
+		setup = append(setup, c.index)
 	}
 	if exists && st.Mode == plan.ModeOverwrite {
 		setup = append(setup, "DELETE FROM "+sqlitex.Quote(st.Table))
@@ -167,7 +170,7 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 	staged := t.c.apply != nil
 	n := len(cols)
 	if staged {
-		n += 4
+		n += t.c.meta
 	}
 	args := make([]any, n)
 	for bi := range batch {
@@ -182,7 +185,14 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 			}
 			t.ord++
 			args[0], args[1], args[2], args[3] = ch.Op.String(), ch.CommitVersion, t.ord, presentMask(ch)
-			vals = args[4:]
+			if t.c.meta > 4 {
+				ts, err := sqlitex.Encode(ch.CommitTime, cdc.TypeTimestamp)
+				if err != nil {
+					return t.valueError(err, ch, cdc.ColCommitTimestamp)
+				}
+				args[4] = ts
+			}
+			vals = args[t.c.meta:]
 		}
 		for i, c := range cols {
 			var v any

@@ -57,6 +57,9 @@ func projectSQL(p *plan.Plan, read string) (string, error) {
 		`CASE c."__change_type" WHEN 'UPDATE_BEFORE' THEN 0 ELSE 1 END AS __ord`,
 		`NULL::text AS __present`,
 	}
+	if p.Sink.NeedsCommitTime() {
+		cols = append(cols, `c."__commit_timestamp" AS `+changerel.TS)
+	}
 	for _, it := range p.Project {
 		if it.Expr == nil {
 			return "", fmt.Errorf("projection %q is not bound", it.Name)

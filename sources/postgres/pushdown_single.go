@@ -165,7 +165,7 @@ func (pd *pushdown) compileSingle(merge func(relation, countIdle string) (string
 	}
 	filtered := pd.p.Filter != nil && pd.p.Filter.Expr != nil
 	s := &single{counters: readCounters, readCounted: readCounters, filtered: filtered, target: sinkpg.Quote(pd.p.Sink.Table), keys: sinkKeys,
-		noTimestamp: !usesColumn(pd.p, cdc.ColCommitTimestamp), noVersion: !usesColumn(pd.p, cdc.ColCommitVersion)}
+		noTimestamp: !usesColumn(pd.p, cdc.ColCommitTimestamp) && !pd.p.Sink.NeedsCommitTime(), noVersion: !usesColumn(pd.p, cdc.ColCommitVersion)}
 	countIdle := ""
 	switch {
 	case filtered:

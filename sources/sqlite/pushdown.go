@@ -50,6 +50,9 @@ func (b *Backend) Pushdown(ctx context.Context, p *plan.Plan, s *runner.StreamIn
 		`__r."__change_type" AS "__op"`, `__r."__commit_version" AS "__ver"`,
 		`__r.` + sqlitex.Quote(OrderColumn) + ` AS "__ord"`, `NULL AS "__present"`,
 	}
+	if p.Sink.NeedsCommitTime() {
+		sel = append(sel, `__r."__commit_timestamp" AS `+sqlitex.Quote(changerel.TS))
+	}
 	for i, it := range p.Project {
 		if it.Expr == nil {
 			return nil, fmt.Errorf("%w: projection %s is not bound", runner.ErrNoPushdown, it.Name)
