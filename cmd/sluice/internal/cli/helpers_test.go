@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -191,4 +192,30 @@ func mustSluiceIn(t *testing.T, stdin string, args ...string) result {
 		t.Fatalf("sluice %s: %v", strings.Join(args, " "), r)
 	}
 	return r
+}
+
+// asSluice, set in the environment, makes the test binary act as the
+// sluice command (for tests that run it from a shell, as completion does).
+const asSluice = "SLUICE_TEST_AS_SLUICE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asSluice) == "1" {
+		os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// sluiceOnPath returns a directory holding a `sluice` command that is this
+// test binary acting as sluice, for PATH; the caller sets asSluice=1.
+func sluiceOnPath(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(dir, "sluice")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
