@@ -21,11 +21,24 @@ import (
 // package). Nothing is resolved against a database and ${ENV} references
 // are kept as written (see ExpandEnv).
 func ParseJob(file string, src []byte) (*plan.Job, error) {
+	job, err := ParseJobPartial(file, src)
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// ParseJobPartial is ParseJob that, when the file has errors, also returns
+// what did parse: a job whose erroneous parts are left zero (nil only when
+// nothing could be read, such as a YAML syntax error or an unknown
+// extension). Checks that need the job — schedules, expression syntax —
+// can then report their errors together with the file's.
+func ParseJobPartial(file string, src []byte) (*plan.Job, error) {
 	switch strings.ToLower(filepath.Ext(file)) {
 	case ".yaml", ".yml":
-		return ParseYAML(file, src)
+		return parseYAML(file, src)
 	case ".sql":
-		return ParseSQL(file, src)
+		return parseSQL(file, src)
 	}
 	return nil, pos.List{errAt(pos.Pos{File: file, Line: 1, Col: 1}, ErrNotSupported,
 		"unknown job file extension %q (want .yaml, .yml or .sql)", filepath.Ext(file))}.Err()

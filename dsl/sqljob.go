@@ -29,6 +29,15 @@ var metaKeys = []string{"name", "connection", "sink_connection", "schedule", "ti
 // and position in Job.Setup. All errors of the file are returned together
 // in a pos.List.
 func ParseSQL(file string, src []byte) (*plan.Job, error) {
+	job, err := parseSQL(file, src)
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// parseSQL is ParseSQL, returning the partial job with the errors.
+func parseSQL(file string, src []byte) (*plan.Job, error) {
 	text := string(src)
 	s := newSource(file, text)
 	all := lex(text, 0, len(text))
@@ -91,10 +100,7 @@ func ParseSQL(file string, src []byte) (*plan.Job, error) {
 	if m, ok := meta["history_keys"]; ok {
 		historyKeys(job, m, &errs)
 	}
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	return job, nil
+	return job, errs.Err()
 }
 
 // historyKeys makes job's INSERT INTO a history sink keyed by the columns

@@ -25,7 +25,16 @@ var (
 // its position, and every such error of the file is returned together in a
 // pos.List. Expression positions (filter, select items) are those of the
 // first byte of the expression text itself, after any opening quote.
-func ParseYAML(file string, src []byte) (job *plan.Job, err error) {
+func ParseYAML(file string, src []byte) (*plan.Job, error) {
+	job, err := parseYAML(file, src)
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// parseYAML is ParseYAML, returning the partial job with the errors.
+func parseYAML(file string, src []byte) (job *plan.Job, err error) {
 	y := &yamlJob{src: newSource(file, string(src)), anchors: map[string]ast.Node{}}
 	defer func() {
 		// goccy/go-yaml is not expected to panic, but a job file must never
@@ -51,10 +60,7 @@ func ParseYAML(file string, src []byte) (job *plan.Job, err error) {
 		body = d.Body
 	}
 	y.job(job, body)
-	if err := y.errs.Err(); err != nil {
-		return nil, err
-	}
-	return job, nil
+	return job, y.errs.Err()
 }
 
 // yamlJob walks one YAML job file.

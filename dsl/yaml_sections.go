@@ -98,6 +98,7 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 	}
 	s := &job.Sink
 	have := map[string]pair{}
+	modeBad := false // the mode is not one sluice knows
 	for _, sp := range pairs {
 		have[sp.key] = sp
 		switch sp.key {
@@ -122,10 +123,11 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 				}
 			}
 		case "mode":
+			modeBad = true
 			if v, ok := y.str(sp, "mode"); ok {
 				s.ModePos = sp.valPos
 				if m, ok := parseMode(v); ok {
-					s.Mode = m
+					s.Mode, modeBad = m, false
 				} else {
 					y.add(sp.valPos, ErrBadValue, "unknown mode %q (known: %s)", v, modeNames())
 				}
@@ -161,6 +163,11 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 	}
 	if c, ok := have["connection"]; ok && s.Stdout {
 		y.add(c.keyPos, ErrBadValue, "connection does not apply to stdout: true")
+	}
+	if modeBad {
+		// An unknown mode is reported once; checks that depend on the
+		// mode would only add follow-on errors.
+		return
 	}
 	if s.Stdout && s.Mode != plan.ModeAppend {
 		y.add(have["mode"].valPos, ErrBadValue, "stdout sinks only append; mode %s needs a table", s.Mode)

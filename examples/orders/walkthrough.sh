@@ -3,10 +3,17 @@
 # database: change tracking, a table stream, the seed's three changes, a
 # filtered append job and a MERGE job, then a second run that consumes
 # nothing. Needs only Go. Usage: bash examples/orders/walkthrough.sh [DIR]
+# Without DIR it works in a temporary directory and removes it on exit
+# (the binary and the database); with DIR it keeps them there.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-work=${1:-$(mktemp -d)}
+if [ $# -ge 1 ]; then
+  work=$1
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 mkdir -p "$work"
 bin="$work/sluice"
 (cd "$root" && go build -o "$bin" ./cmd/sluice)

@@ -97,6 +97,11 @@ func cmdBackfill(ctx context.Context, e *env, f backfillFlags, paths []string) e
 	opt.Progress = pr.update
 	res, err := r.Backfill(ctx, prep, opt)
 	pr.finish(err == nil)
+	if err != nil && ctx.Err() != nil {
+		// Cancelled (Ctrl-C, SIGTERM): the committed chunks stay, and the
+		// error (context canceled, naming a row) is not a data error.
+		return fmt.Errorf("interrupted after %d rows were committed; resume with sluice backfill %s", pr.rows, paths[0])
+	}
 	if err != nil {
 		return err
 	}
@@ -151,6 +156,7 @@ type progress struct {
 	log  *slog.Logger
 	last time.Time
 	t0   time.Time
+	rows int64 // rows committed so far
 }
 
 func newProgress(ctx context.Context, e *env, job string) *progress {
@@ -167,6 +173,7 @@ func newProgress(ctx context.Context, e *env, job string) *progress {
 }
 
 func (p *progress) update(_ context.Context, bp runner.BackfillProgress) {
+	p.rows = bp.Rows
 	if p.tty {
 		if p.bar == nil {
 			p.bar = progressbar.NewOptions64(bp.Total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription(p.job),

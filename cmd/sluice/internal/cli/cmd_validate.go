@@ -50,8 +50,16 @@ func cmdValidate(e *env, explain bool, paths []string) error {
 			}
 		}
 		err := f.err
-		if err == nil {
+		switch {
+		case err == nil:
 			err = checkJob(f.job)
+		case f.partial != nil:
+			// Report the schedule's and expressions' errors with the
+			// file's, not after those are fixed.
+			var all pos.List
+			all.Append(pos.Pos{}, err)
+			all.Append(pos.Pos{}, checkJob(f.partial))
+			err = all.Err()
 		}
 		if err != nil {
 			fmt.Fprintln(e.stderr, err)

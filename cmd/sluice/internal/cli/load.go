@@ -15,9 +15,10 @@ import (
 
 // jobFile is one job file's parse result.
 type jobFile struct {
-	path string
-	job  *plan.Job
-	err  error
+	path    string
+	job     *plan.Job // nil when err is set
+	err     error
+	partial *plan.Job // with err: what did parse (dsl.ParseJobPartial), or nil
 }
 
 // isJobFile reports whether name has a job file extension.
@@ -95,11 +96,15 @@ func loadJobs(args []string) ([]jobFile, error) {
 			out = append(out, jobFile{path: p, err: err})
 			continue
 		}
-		job, err := dsl.ParseJob(p, src)
+		job, err := dsl.ParseJobPartial(p, src)
 		if err != nil && fromDir[p] && isScript(err) {
 			continue
 		}
-		out = append(out, jobFile{path: p, job: job, err: err})
+		if err != nil {
+			out = append(out, jobFile{path: p, err: err, partial: job})
+			continue
+		}
+		out = append(out, jobFile{path: p, job: job})
 	}
 	return out, nil
 }
