@@ -64,6 +64,10 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: create catalog: %w", loc.Path, err)
 	}
+	if err := catalogUpgrade(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: upgrade catalog: %w", loc.Path, err)
+	}
 	b := &Backend{Sink: sinksqlite.New(db, log), db: db, loc: loc, url: url, identity: loc.Path, log: log}
 	if loc.Memory {
 		b.identity = fmt.Sprintf(":memory:%p", b)

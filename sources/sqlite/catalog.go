@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS sluice_tracking (
 	tbl     TEXT NOT NULL PRIMARY KEY COLLATE NOCASE,
 	log     TEXT NOT NULL,
 	columns TEXT NOT NULL,
-	enabled TEXT NOT NULL
+	enabled TEXT NOT NULL,
+	table_sql TEXT
 );
 CREATE TABLE IF NOT EXISTS sluice_streams (
 	name              TEXT NOT NULL PRIMARY KEY COLLATE NOCASE,
@@ -80,20 +81,40 @@ func parsePosition(s string) (position, error) {
 	return p, nil
 }
 
-// logTable is the change-log table of a tracked table.
+// catalogUpgrade brings a catalog made by an earlier sluice up to date:
+// sluice_tracking gains table_sql (NULL makes the next use of each tracked
+// table re-install its capture, see syncCapture).
+func catalogUpgrade(ctx context.Context, q sqlitex.Querier) error {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('sluice_tracking') WHERE name = 'table_sql'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := q.ExecContext(ctx, `ALTER TABLE sluice_tracking ADD COLUMN table_sql TEXT`); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logTable is the change-log table of a tracked table: sluice_changes_<t>.
+// A rename of the table renames its log (syncCapture).
 func logTable(table string) string { return "sluice_changes_" + table }
 
 // captured is a tracked table's registration in sluice_tracking.
 type captured struct {
-	table   string   // as stored in sqlite_schema
-	log     string   // change-log table
-	columns []string // the columns the triggers capture
+	table    string   // as stored in sqlite_schema when last synced
+	log      string   // change-log table
+	columns  []string // the columns the triggers capture
+	tableSQL string   // the table's CREATE statement when capture was installed
 }
 
 func lookupTracking(ctx context.Context, q sqlitex.Querier, table string) (captured, bool, error) {
 	var c captured
 	var cols string
-	err := q.QueryRowContext(ctx, `SELECT tbl, log, columns FROM sluice_tracking WHERE tbl = ?`, table).Scan(&c.table, &c.log, &cols)
+	var tsql sql.NullString
+	err := q.QueryRowContext(ctx, `SELECT tbl, log, columns, table_sql FROM sluice_tracking WHERE tbl = ?`, table).Scan(&c.table, &c.log, &cols, &tsql)
+	c.tableSQL = tsql.String
 	if err == sql.ErrNoRows {
 		return captured{}, false, nil
 	}
@@ -210,6 +231,13 @@ func purge(ctx context.Context, q sqlitex.Querier, c captured) (int64, error) {
 		return 0, fmt.Errorf("purge change log of %s: %w", c.table, err)
 	}
 	n, _ := res.RowsAffected()
+	// Images of rows a skipped statement (OR IGNORE, an upsert that
+	// updated) left behind: no statement is under way while sluice writes.
+	if _, ok, err := sqlitex.TableName(ctx, q, pendingTable(suffix(c.log))); err == nil && ok {
+		if _, err := q.ExecContext(ctx, `DELETE FROM `+sqlitex.Quote(pendingTable(suffix(c.log)))); err != nil {
+			return 0, fmt.Errorf("purge change log of %s: %w", c.table, err)
+		}
+	}
 	return n, nil
 }
 

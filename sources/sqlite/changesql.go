@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -117,6 +118,28 @@ func (g gen) ord(expr string) string {
 	return ", " + expr + " AS " + sqlitex.Quote(OrderColumn)
 }
 
+// newVal is the new image of column c in log row alias a of a STANDARD
+// read: the logged value, or — when the log holds the absent marker (the
+// column was added after the change was captured, or was dropped and added
+// back) — the table's value for the row's key, which is the row at the
+// read point since a is the key's last change up to it.
+func (g gen) newVal(a string, c cdc.Column) string {
+	var on []string
+	for _, k := range g.info.TableSchema.Key {
+		on = append(on, "sluice_cur."+sqlitex.Quote(k)+" = "+a+"."+newCol(k))
+	}
+	return "CASE WHEN " + a + "." + newCol(c.Name) + " IS " + absent + " THEN (SELECT sluice_cur." + sqlitex.Quote(c.Name) +
+		" FROM " + sqlitex.Quote(g.info.Table) + " AS sluice_cur WHERE " + strings.Join(on, " AND ") + ") ELSE " + a + "." + newCol(c.Name) + " END"
+}
+
+// insertedVal is column c of insert log row alias a (APPEND_ONLY): the
+// logged value, or when absent the table's value for the row's rowid
+// (checkAppendAbsent refuses the read where that is not the inserted one).
+func (g gen) insertedVal(a string, c cdc.Column) string {
+	return "CASE WHEN " + a + "." + newCol(c.Name) + " IS " + absent + " THEN (SELECT sluice_cur." + sqlitex.Quote(c.Name) +
+		" FROM " + sqlitex.Quote(g.info.Table) + " AS sluice_cur WHERE sluice_cur.rowid = " + a + ".rid) ELSE " + a + "." + newCol(c.Name) + " END"
+}
+
 const metaSelect = `%s AS "__change_type", %s AS "__commit_version", %s AS "__commit_timestamp"`
 
 // standard: net change per key over the log rows in (?, ?]. For each key,
@@ -128,13 +151,13 @@ func (g gen) standard() string {
 		if c.Type.Kind == cdc.KindDecimal {
 			// DECIMAL is stored as text whose form depends on the writer
 			// ('2', '2.00'): the same number is no change.
-			diff = append(diff, "NOT sluice_dec_same(f."+oldCol(c.Name)+", l."+newCol(c.Name)+")")
+			diff = append(diff, "NOT sluice_dec_same(f."+oldCol(c.Name)+", "+g.newVal("l", c)+")")
 			continue
 		}
-		diff = append(diff, "f."+oldCol(c.Name)+" IS NOT l."+newCol(c.Name))
+		diff = append(diff, "f."+oldCol(c.Name)+" IS NOT "+g.newVal("l", c))
 	}
 	images := g.list(func(c cdc.Column) string { return "f." + oldCol(c.Name) }) + ", " +
-		g.list(func(c cdc.Column) string { return "l." + newCol(c.Name) })
+		g.list(func(c cdc.Column) string { return g.newVal("l", c) + " AS " + newCol(c.Name) })
 	row := g.list(func(c cdc.Column) string {
 		return "CASE WHEN n.kind = 'D' OR (n.kind = 'U' AND e.ord = 0) THEN n." + oldCol(c.Name) + " ELSE n." + newCol(c.Name) + " END AS " + sqlitex.Quote(c.Name)
 	})
@@ -163,11 +186,11 @@ ORDER BY n.ver, e.ord`
 
 // appendOnly: every insert in (?, ?] with its inserted values.
 func (g gen) appendOnly() string {
-	return `SELECT ` + fmt.Sprintf(metaSelect, `'INSERT'`, "seq", "ts") + `,
-	` + g.list(func(c cdc.Column) string { return newCol(c.Name) + " AS " + sqlitex.Quote(c.Name) }) + g.ord("0") + `
-FROM ` + g.log + `
-WHERE op = 'I' AND seq > ? AND seq <= ?
-ORDER BY seq`
+	return `SELECT ` + fmt.Sprintf(metaSelect, `'INSERT'`, "a.seq", "a.ts") + `,
+	` + g.list(func(c cdc.Column) string { return g.insertedVal("a", c) + " AS " + sqlitex.Quote(c.Name) }) + g.ord("0") + `
+FROM ` + g.log + ` AS a
+WHERE a.op = 'I' AND a.seq > ? AND a.seq <= ?
+ORDER BY a.seq`
 }
 
 // standardInitial: the table at the read point, every row an INSERT (the
@@ -217,11 +240,53 @@ func (g gen) appendOnlyInitial() string {
 ), all_ AS (
 	SELECT ? AS ver, NULL AS ts, 0 AS sub, ` + g.list(func(c cdc.Column) string { return newCol(c.Name) }) + ` FROM init
 	UNION ALL
-	SELECT seq, ts, 1, ` + g.list(func(c cdc.Column) string { return newCol(c.Name) }) + ` FROM ` + g.log + `
-	WHERE op = 'I' AND seq > ? AND seq <= ?
+	SELECT a.seq, a.ts, 1, ` + g.list(func(c cdc.Column) string { return g.insertedVal("a", c) }) + ` FROM ` + g.log + ` AS a
+	WHERE a.op = 'I' AND a.seq > ? AND a.seq <= ?
 )
 SELECT ` + fmt.Sprintf(metaSelect, `'INSERT'`, "ver", "coalesce(ts, ?)") + `,
 	` + g.list(func(c cdc.Column) string { return newCol(c.Name) + " AS " + sqlitex.Quote(c.Name) }) + g.ord("0") + `
 FROM all_
 ORDER BY ver, sub`
+}
+
+// checkAppendAbsent refuses an APPEND_ONLY read of (from, to] that would
+// return an insert without the value one of its columns had when inserted:
+// the column was added to the table after the insert was captured (before
+// sluice re-installed capture) and the row was changed or deleted since,
+// so the table no longer holds that value. It returns an error wrapping
+// ErrSchemaChanged naming the table and the number of such rows; nil for
+// STANDARD streams and when no such row is in range.
+func checkAppendAbsent(ctx context.Context, q sqlitex.Querier, info *runner.StreamInfo, from, to cdc.Offset) error {
+	if info.Mode != "APPEND_ONLY" {
+		return nil
+	}
+	f, err := parseOffset(from)
+	if err != nil {
+		return err
+	}
+	t, err := parseOffset(to)
+	if err != nil {
+		return err
+	}
+	var abs []string
+	for _, c := range info.TableSchema.Columns {
+		abs = append(abs, "a."+newCol(c.Name)+" IS "+absent)
+	}
+	log := sqlitex.Quote(logTable(info.Table))
+	tbl := sqlitex.Quote(info.Table)
+	var n int64
+	err = q.QueryRowContext(ctx, `SELECT count(*) FROM `+log+` AS a
+		WHERE a.op = 'I' AND a.seq > ? AND a.seq <= ? AND (`+strings.Join(abs, " OR ")+`)
+		AND (NOT EXISTS (SELECT 1 FROM `+tbl+` AS x WHERE x.rowid = a.rid)
+			OR EXISTS (SELECT 1 FROM `+log+` AS z WHERE z.rid = a.rid AND z.seq > a.seq AND z.seq <= ?))`,
+		f.seq, t.seq, t.seq).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("check stream %s for inserts without their values: %w", info.Name, err)
+	}
+	if n > 0 {
+		return fmt.Errorf("table stream %s: %w: %d row(s) of %s were inserted after a column was added to the table and before sluice re-installed its capture, and were changed or deleted since: the value the new column had when they were inserted is not known. "+
+			"Nothing was consumed. To go on without them: CREATE OR REPLACE TABLE STREAM %s ON TABLE %s WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY') (the new stream starts after every pending insert; copy what you need from the table first)",
+			info.Name, ErrSchemaChanged, n, info.Table, info.Name, info.Table)
+	}
+	return nil
 }

@@ -19,9 +19,14 @@ var (
 	// ErrStreamExists: CREATE TABLE STREAM of an existing name without OR
 	// REPLACE or IF NOT EXISTS.
 	ErrStreamExists = errors.New("table stream already exists")
-	// ErrSchemaChanged: the table's columns differ from those change
-	// tracking was enabled with (re-enable change tracking).
+	// ErrSchemaChanged: the table's definition changed (DDL) between the
+	// moment a run prepared its read and the read itself, or differs from
+	// the one a job was planned with; running again re-installs capture.
 	ErrSchemaChanged = errors.New("table changed since change tracking was enabled")
+	// ErrCaptureLost: a tracked table's capture triggers are gone (the
+	// table was dropped, or dropped and created again by a rebuild); the
+	// error says how to go on.
+	ErrCaptureLost = errors.New("change capture of the table is gone")
 	// ErrBehindOffset: a read from an offset behind the stream's own offset
 	// (a job checkpoint left behind by another consumer of the stream).
 	ErrBehindOffset = errors.New("offset is behind the stream's offset")

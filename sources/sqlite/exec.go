@@ -77,18 +77,29 @@ func (b *Backend) createTable(ctx context.Context, s *dsl.CreateTable) error {
 
 func (b *Backend) dropTable(ctx context.Context, s *dsl.DropTable) error {
 	return sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
+		if err := reconcileAll(ctx, tx); err != nil {
+			return err
+		}
 		name, ok, err := sqlitex.TableName(ctx, tx, s.Table)
 		if err != nil {
 			return err
 		}
+		c, tracked, err := lookupTracking(ctx, tx, s.Table)
+		if err != nil {
+			return err
+		}
+		if tracked {
+			// Also when the application dropped the table already: its
+			// registration and change log go.
+			if err := untrack(ctx, tx, c, "drop table"); err != nil {
+				return err
+			}
+		}
 		if !ok {
-			if s.IfExists {
+			if s.IfExists || tracked {
 				return nil
 			}
 			return fmt.Errorf("drop table: %w: %s", ErrNoTable, s.Table)
-		}
-		if err := untrack(ctx, tx, name, "drop table"); err != nil {
-			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DROP TABLE `+sqlitex.Quote(name)); err != nil {
 			return fmt.Errorf("drop table %s: %w", name, err)
@@ -106,6 +117,9 @@ func (b *Backend) createStream(ctx context.Context, s *dsl.CreateStream) error {
 		return fmt.Errorf("create table stream %s: %w: TABLE_STREAM_MODE %q (want STANDARD or APPEND_ONLY)", s.Stream, ErrUnsupported, mode)
 	}
 	return sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
+		if err := reconcileAll(ctx, tx); err != nil {
+			return err
+		}
 		name, ok, err := sqlitex.TableName(ctx, tx, s.Table)
 		if err != nil {
 			return err
@@ -120,6 +134,11 @@ func (b *Backend) createStream(ctx context.Context, s *dsl.CreateStream) error {
 		if !tracked {
 			return fmt.Errorf("create table stream %s: %w %s; enable it first with: ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true')",
 				s.Stream, ErrNotTracked, name, name)
+		}
+		// The stream's offset must be a point where capture covers the
+		// table as it is (doc.go, "Schema changes").
+		if c, err = syncCapture(ctx, tx, c); err != nil {
+			return fmt.Errorf("create table stream %s: %w", s.Stream, err)
 		}
 		schema, _, err := sqlitex.TableSchema(ctx, tx, name)
 		if err != nil {

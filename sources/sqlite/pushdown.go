@@ -160,6 +160,9 @@ func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 
 func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner.Stats, cdc.Offset, cdc.Offset, error) {
 	b := pp.b
+	if err := syncStream(ctx, conn, pp.stream); err != nil {
+		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
+	}
 	info, err := b.streamInfo(ctx, conn, pp.stream)
 	if err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
@@ -191,6 +194,9 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner
 		return runner.Stats{}, from, from, err
 	}
 	to := position{seq: seq}.offset()
+	if err := checkAppendAbsent(ctx, conn, info, from, to); err != nil {
+		return runner.Stats{}, from, from, err
+	}
 	read, args, err := changesQuery(info, from, to, true)
 	if err != nil {
 		return runner.Stats{}, from, from, err

@@ -41,6 +41,9 @@ var describeColumns = append(append([]cdc.Column(nil), showColumns...),
 )
 
 func (b *Backend) describeStream(ctx context.Context, name string) (*runner.ResultSet, error) {
+	if err := b.prepare(ctx, name); err != nil {
+		return nil, fmt.Errorf("describe table stream: %w", err)
+	}
 	tx, err := b.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("describe table stream %s: %w", name, err)

@@ -255,6 +255,9 @@ func (s *snapshot) Catchup(ctx context.Context, upTo []any, opt runner.ReadOptio
 	if err != nil {
 		return nil, fmt.Errorf("catch up %s up to key %v: %w", s.info.Name, upTo, err)
 	}
+	if err := checkAppendAbsent(ctx, s.tx, s.info, s.from.offset(), to); err != nil {
+		return nil, err
+	}
 	q, args, err := changesQuery(s.info, s.from.offset(), to, true)
 	if err != nil {
 		return nil, err

@@ -20,24 +20,62 @@ import (
 const DefaultBatchSize = 1000
 
 // Stream implements runner.Source: it describes the table stream src
-// names, with the table's current schema. It returns an error wrapping
-// runner.ErrNoStream when there is no such stream, and ErrSchemaChanged when
-// the table's columns differ from those its change capture records.
+// names, with the table's current schema. When DDL changed the table (or
+// renamed it) since its capture was installed, it first re-installs the
+// capture in a write transaction of its own (syncCapture), so that a run
+// reads every column the table has now. It returns an error wrapping
+// runner.ErrNoStream when there is no such stream, and ErrCaptureLost when
+// the table was dropped or re-created (the error says how to go on).
 func (b *Backend) Stream(ctx context.Context, src plan.Source) (*runner.StreamInfo, error) {
+	if err := b.prepare(ctx, src.Stream); err != nil {
+		return nil, err
+	}
 	return b.streamInfo(ctx, b.db, src.Stream)
 }
 
+// prepare re-installs the capture of stream's table if it is stale, in a
+// write transaction taken only then.
+func (b *Backend) prepare(ctx context.Context, stream string) error {
+	r, err := lookupStream(ctx, b.db, stream)
+	if err != nil {
+		return nil // streamInfo reports it
+	}
+	c, tracked, err := lookupTracking(ctx, b.db, r.table)
+	if err != nil || !tracked {
+		return err
+	}
+	if st, _, err := status(ctx, b.db, c); err != nil || st != capStale {
+		return err
+	}
+	return sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
+		return syncStream(ctx, tx, stream)
+	})
+}
+
+// syncStream re-installs the capture of stream's table when stale; it
+// runs in a write transaction.
+func syncStream(ctx context.Context, tx sqlitex.Querier, stream string) error {
+	r, err := lookupStream(ctx, tx, stream)
+	if err != nil {
+		return err
+	}
+	c, tracked, err := lookupTracking(ctx, tx, r.table)
+	if err != nil || !tracked {
+		return err
+	}
+	if _, err := syncCapture(ctx, tx, c); err != nil {
+		return fmt.Errorf("table stream %s: %w", r.name, err)
+	}
+	return nil
+}
+
+// streamInfo describes stream name as q sees it, without writing: a stale
+// capture (DDL since it was installed) is ErrSchemaChanged, a lost one
+// ErrCaptureLost.
 func (b *Backend) streamInfo(ctx context.Context, q sqlitex.Querier, name string) (*runner.StreamInfo, error) {
 	r, err := lookupStream(ctx, q, name)
 	if err != nil {
 		return nil, err
-	}
-	schema, ok, err := sqlitex.TableSchema(ctx, q, r.table)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("table stream %s: %w: %s", r.name, ErrNoTable, r.table)
 	}
 	c, tracked, err := lookupTracking(ctx, q, r.table)
 	if err != nil {
@@ -46,8 +84,20 @@ func (b *Backend) streamInfo(ctx context.Context, q sqlitex.Querier, name string
 	if !tracked {
 		return nil, fmt.Errorf("table stream %s: %w: %s", r.name, ErrNotTracked, r.table)
 	}
-	if !slices.Equal(c.columns, schema.Names()) {
-		return nil, fmt.Errorf("table stream %s: %w: captured columns %v, table has %v", r.name, ErrSchemaChanged, c.columns, schema.Names())
+	switch st, _, err := status(ctx, q, c); {
+	case err != nil:
+		return nil, err
+	case st == capLost:
+		return nil, fmt.Errorf("table stream %s: %w", r.name, lostError(ctx, q, c, r.name))
+	case st == capStale:
+		return nil, errNotFresh(r.name, r.table)
+	}
+	schema, ok, err := sqlitex.TableSchema(ctx, q, r.table)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("table stream %s: %w: %s", r.name, ErrNoTable, r.table)
 	}
 	return &runner.StreamInfo{
 		Name:            r.name,
@@ -60,6 +110,25 @@ func (b *Backend) streamInfo(ctx context.Context, q sqlitex.Querier, name string
 		TableSchema:     schema,
 		Offset:          r.pos.offset(),
 	}, nil
+}
+
+// sameStream checks, in a read's snapshot, that the stream and its table
+// are still what s describes (same incarnation, same table, same columns
+// and key) and that capture covers the table as it is: the read point of
+// such a snapshot is an offset from which every later change carries every
+// column (doc.go, "Schema changes").
+func (b *Backend) sameStream(ctx context.Context, q sqlitex.Querier, s *runner.StreamInfo) error {
+	cur, err := b.streamInfo(ctx, q, s.Name)
+	if err != nil {
+		return err
+	}
+	if cur.ID != s.ID {
+		return fmt.Errorf("%w: stream %s was dropped and created again", runner.ErrNoStream, s.Name)
+	}
+	if cur.Table != s.Table || !slices.Equal(cur.TableSchema.Names(), s.TableSchema.Names()) || !slices.Equal(cur.TableSchema.Key, s.TableSchema.Key) {
+		return errNotFresh(s.Name, s.Table)
+	}
+	return nil
 }
 
 // Changes implements runner.Source. It opens a read transaction, fixes the
@@ -83,6 +152,9 @@ func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Of
 }
 
 func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo, from cdc.Offset, opt runner.ReadOptions) (*reader, error) {
+	if err := b.sameStream(ctx, tx, s); err != nil {
+		return nil, err
+	}
 	to, err := lastSeq(ctx, tx, logTable(s.Table))
 	if err != nil {
 		return nil, err
@@ -98,6 +170,9 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 		return nil, fmt.Errorf("%w: reading stream %s from %s, behind its offset %s: another job consumed the changes in between and the change log may no longer hold them (use one stream per job)", ErrBehindOffset, s.Name, from, s.Offset)
 	}
 	readPoint := position{seq: to}.offset()
+	if err := checkAppendAbsent(ctx, tx, s, from, readPoint); err != nil {
+		return nil, err
+	}
 	q, args, err := changesQuery(s, from, readPoint, false)
 	if err != nil {
 		return nil, err

@@ -84,6 +84,11 @@ func (b *Backend) selectStreams(ctx context.Context, st *dsl.DML, q string) (rs 
 // queryStreams runs q with a temp view per stream of names (catalog
 // spelling) holding its pending changes.
 func (b *Backend) queryStreams(ctx context.Context, names []string, q string) (_ *runner.ResultSet, err error) {
+	for _, name := range names {
+		if err := b.prepare(ctx, name); err != nil {
+			return nil, fmt.Errorf("SELECT: table stream %s: %w", name, err)
+		}
+	}
 	conn, err := b.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("SELECT: %w", err)
