@@ -287,13 +287,13 @@ func TestReplaceCapturesEveryRow(t *testing.T) {
 			schema := f.info("s").TableSchema
 			before := state(t, app, `SELECT * FROM users`, schema)
 			stmts := []string{
-				`INSERT OR REPLACE INTO users VALUES (5, 'a@x', 'Eve', NULL, 5)`,          // removes 1 (email)
-				`REPLACE INTO users VALUES (2, 'b@x', 'Bob', 'same key', 2)`,              // update of 2
+				`INSERT OR REPLACE INTO users VALUES (5, 'a@x', 'Eve', NULL, 5)`, // removes 1 (email)
+				`REPLACE INTO users VALUES (2, 'b@x', 'Bob', 'same key', 2)`,     // update of 2
 				`INSERT INTO users VALUES (3, 'c@x', 'Cy', NULL, 3) ON CONFLICT (id) DO UPDATE SET score = 33`,
-				`INSERT OR IGNORE INTO users VALUES (6, 'd@x', 'Zed', NULL, 6)`,           // nothing
-				`INSERT OR REPLACE INTO users VALUES (7, 'x@x', 'DI', NULL, 7)`,           // removes 4 (name, NOCASE)
-				`UPDATE OR REPLACE users SET email = 'b@x' WHERE id = 3`,                  // removes 2
-				`INSERT OR REPLACE INTO users VALUES (8, 'e@x', 'eve', NULL, 8)`,          // removes 5 (name)
+				`INSERT OR IGNORE INTO users VALUES (6, 'd@x', 'Zed', NULL, 6)`,  // nothing
+				`INSERT OR REPLACE INTO users VALUES (7, 'x@x', 'DI', NULL, 7)`,  // removes 4 (name, NOCASE)
+				`UPDATE OR REPLACE users SET email = 'b@x' WHERE id = 3`,         // removes 2
+				`INSERT OR REPLACE INTO users VALUES (8, 'e@x', 'eve', NULL, 8)`, // removes 5 (name)
 			}
 			switch client {
 			case "database/sql":
