@@ -19,12 +19,26 @@
 //     doubling to 5s) or until their Waker (PGWaker: LISTEN/NOTIFY) fires.
 //   - manual jobs (no schedule) are listed but never fired.
 //
-// A failed run is classified by IsTransient. Transient failures (lost
-// connection, serialization failure, deadlock, SQLITE_BUSY…) are retried
-// with Config.RetryBackoff (exponential, with jitter) while the job is
-// marked running, so the schedule does not stack more attempts. Any other
-// failure is permanent: the job stops (other jobs go on), /healthz turns
-// 503 and sluice_job_stopped is 1, until a Reload restarts it.
+// A failed run is classified by IsTransient. Transient failures — faults
+// of the environment that an operator fixes without touching the job: a
+// lost or refused connection, a restarting server, a failed login (wrong
+// password, no LOGIN yet), a serialization failure or deadlock, a full
+// disk, a read-only or busy SQLite file — are retried with
+// Config.RetryBackoff (1s doubling to 1m, with jitter) while the job is
+// marked running, so the schedule does not stack more attempts; /healthz
+// and Status say "retrying" with the last error and the time of the next
+// try (JobStatus.NextTry, recorded in the history as Run.RetryAt), and the
+// job goes on by itself once the cause is gone. Any other failure — a
+// fault of the job itself, such as a missing table or a value that does
+// not convert — is permanent: the job stops (other jobs go on), /healthz
+// turns 503, sluice_job_stopped is 1 and no next fire is shown, until a
+// Reload restarts it.
+//
+// Every run is recorded in the History. A run the history database
+// refuses (it is down, or its connection was lost) is kept in memory and
+// retried, in order, until it is stored (sluice_history_unrecorded_runs
+// counts them); runs still unrecorded when the server stops are logged at
+// error level, one line each.
 //
 // # Across processes
 //

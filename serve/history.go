@@ -49,6 +49,7 @@ type Run struct {
 	To      cdc.Offset       // offset after the run (zero unless committed)
 	Error   string           // the error, "" when it succeeded
 	Skipped string           // why nothing was consumed (StatusSkipped)
+	RetryAt time.Time        // StatusTransient: when the server retries (UTC); zero otherwise
 }
 
 // Duration is End − Start.

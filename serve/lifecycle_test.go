@@ -295,7 +295,8 @@ func TestMetricsScrape(t *testing.T) {
 }
 
 // TestHealthzCodes: 200 with healthy (or never run) jobs, 503 once a job
-// keeps failing transiently past UnhealthyAfter.
+// keeps failing transiently past UnhealthyAfter; both say "retrying" with
+// the time of the next try.
 func TestHealthzCodes(t *testing.T) {
 	fr := &fakeRun{fn: func(ctx context.Context, job *plan.Job, _ int) (*runner.Result, error) {
 		return nil, fmt.Errorf("connect: %w", errors.Join(errors.New("dial tcp 10.0.0.1:5432"), context.DeadlineExceeded))
@@ -311,9 +312,12 @@ func TestHealthzCodes(t *testing.T) {
 		t.Errorf("healthz after one transient failure: %d, want 200", code)
 	}
 	clock.Advance(r.Delay)
-	rec.waitKind(t, "j", EventRetry)
+	r = rec.waitKind(t, "j", EventRetry)
+	nextTry := `"next_try": "` + r.At.Add(r.Delay).Format(time.RFC3339Nano) + `"`
 	code, body := getHealth(t, s)
-	if code != 503 || !strings.Contains(body, `"health": "failing"`) || !strings.Contains(body, `"consecutive_failures": 2`) {
-		t.Errorf("healthz after two transient failures: %d %s", code, body)
+	for _, want := range []string{`"health": "retrying"`, `"healthy": false`, `"consecutive_failures": 2`, nextTry} {
+		if code != 503 || !strings.Contains(body, want) {
+			t.Errorf("healthz after two transient failures: %d, want 503 and %s in %s", code, want, body)
+		}
 	}
 }

@@ -13,7 +13,8 @@ type Locker interface {
 	// TryLock tries to take job's lock without waiting. ok is false, with
 	// a nil error, when someone else holds it; err is non-nil when the lock
 	// database could not be asked (the Server treats that as a transient
-	// failure). When ok, unlock releases the lock; it is safe to call more
+	// failure); it says it is about the job lock (the stores' errors begin
+	// "job lock: "). When ok, unlock releases the lock; it is safe to call more
 	// than once.
 	TryLock(ctx context.Context, job string) (unlock func(), ok bool, err error)
 }

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -58,6 +57,7 @@ type outcome struct {
 	locked  bool // someone else holds the lock: nothing ran
 	moved   bool // committed and the offset or rows moved
 	stopped bool // the failure stopped the job (stopJob)
+	history bool // the run goes into the History (an empty poll does not)
 	err     error
 }
 
@@ -98,7 +98,11 @@ func (s *Server) fire(ctx context.Context, e *entry, st *state) {
 	name := e.job.Name
 	if why := s.begin(name, st); why != "" {
 		if why == "running" {
-			s.log.Info("fire skipped: the previous run is still going", "job", name)
+			level := slog.LevelInfo
+			if st.retrying() {
+				level = slog.LevelDebug // the retry was logged; a line per fire adds nothing
+			}
+			s.log.Log(ctx, level, "fire skipped: the previous run is still going", "job", name)
 			s.metrics.FireSkipped(name, why)
 		}
 		s.emit(Event{Kind: EventSkipped, Job: name, Reason: why})
@@ -170,32 +174,45 @@ func (s *Server) continuousLoop(ctx context.Context, e *entry, st *state) {
 
 // execute runs a job, retrying transient failures with RetryBackoff until
 // it succeeds, fails permanently (the job stops) or ctx ends. The caller
-// holds the job's running mark.
+// holds the job's running mark. Every run is recorded in the History, a
+// transient one with the time of its retry (Run.RetryAt).
 func (s *Server) execute(ctx context.Context, e *entry, st *state) outcome {
 	for attempt := 0; ; attempt++ {
 		out := s.attempt(e, st)
 		switch out.status {
 		case StatusTransient:
 			d := s.cfg.RetryBackoff.Delay(attempt, s.rnd)
+			retryAt := s.clock.Now().Add(d)
+			st.setRetry(retryAt)
+			if out.run != nil {
+				out.run.RetryAt = retryAt.UTC()
+			}
+			s.record(out)
 			s.log.Warn("transient failure; retrying", "job", e.job.Name, "attempt", attempt+1, "in", d, "err", out.err)
 			t := s.clock.NewTimer(d)
 			s.emit(Event{Kind: EventRetry, Job: e.job.Name, Delay: d, Run: out.run, Err: out.err})
 			select {
 			case <-ctx.Done():
 				t.Stop()
+				st.setRetry(time.Time{})
 				return out
 			case <-t.C():
 			}
 			continue
 		case StatusFailed:
+			s.record(out)
 			s.stopJob(e, st, out.err)
 			out.stopped = true
+		default:
+			s.record(out)
 		}
+		st.setRetry(time.Time{})
 		return out
 	}
 }
 
-// attempt runs the job once under its lock and records the run.
+// attempt runs the job once under its lock; the caller records the run
+// (Server.record).
 func (s *Server) attempt(e *entry, st *state) outcome {
 	ctx := s.runCtx
 	name := e.job.Name
@@ -205,7 +222,6 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 			if ctx.Err() != nil {
 				return outcome{status: StatusCancelled, err: ctx.Err()}
 			}
-			err = fmt.Errorf("job lock: %w", err)
 			st.failed(s.clock.Now(), err)
 			s.metrics.observe(name, nil, err, StatusTransient)
 			return outcome{status: StatusTransient, err: err} // the lock database is down: retry
@@ -248,17 +264,8 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 	// An empty poll of a continuous job (nothing read, offset unchanged)
 	// is not history: recording it would add a row per poll per job.
 	emptyPoll := e.sched.IsContinuous() && st0 == StatusCommitted && Rows(r.Read) == 0 && r.From.Equal(r.To)
-	if s.cfg.History != nil && !emptyPoll {
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		id, herr := s.cfg.History.Record(hctx, r)
-		cancel()
-		if herr != nil {
-			s.log.Warn("recording the run in the history failed", "job", name, "err", herr)
-		}
-		r.ID = id
-	}
 	s.metrics.observe(name, res, err, st0)
-	out := outcome{status: st0, err: err}
+	out := outcome{status: st0, err: err, run: r, history: !emptyPoll}
 	switch st0 {
 	case StatusCommitted:
 		out.moved = Rows(r.Read) > 0 || !r.From.Equal(r.To)
@@ -279,7 +286,6 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 		st.recordOnly(r)
 		st.failed(end, err)
 	}
-	out.run = r
 	return out
 }
 
@@ -314,6 +320,21 @@ func (s *Server) stopJob(e *entry, st *state, err error) {
 	s.mu.Lock()
 	s.stopEntry(e)
 	s.mu.Unlock()
+}
+
+// setRetry sets (or, with the zero time, clears) the time of the job's
+// next retry.
+func (st *state) setRetry(t time.Time) {
+	st.mu.Lock()
+	st.retryAt = t
+	st.mu.Unlock()
+}
+
+// retrying reports whether a retry of a transient failure is pending.
+func (st *state) retrying() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return !st.retryAt.IsZero()
 }
 
 func (st *state) setNext(t time.Time) {

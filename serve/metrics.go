@@ -25,6 +25,7 @@ import (
 //	sluice_job_running{job}                             gauge
 //	sluice_fires_skipped_total{job,reason}              counter; reason = running|locked
 //	sluice_last_success_timestamp_seconds{job}          gauge, Unix time of the last good run
+//	sluice_history_unrecorded_runs                      gauge, runs kept in memory until the history stores them
 //
 // plus the Go runtime and process collectors (CPU, memory, goroutines).
 //
@@ -44,6 +45,7 @@ type Metrics struct {
 	running     *prometheus.GaugeVec
 	skipped     *prometheus.CounterVec
 	lastSuccess *prometheus.GaugeVec
+	unrecorded  prometheus.Gauge
 }
 
 var _ runner.Observer = (*Metrics)(nil)
@@ -84,9 +86,12 @@ func NewMetrics() *Metrics {
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sluice_last_success_timestamp_seconds", Help: "Unix time at which the last successful run ended.",
 		}, job),
+		unrecorded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sluice_history_unrecorded_runs", Help: "Runs kept in memory because the run history could not store them yet (retried until stored).",
+		}),
 	}
 	m.reg.MustRegister(m.runs, m.failures, m.rows, m.duration, m.lagChanges, m.lagSeconds,
-		m.stopped, m.running, m.skipped, m.lastSuccess,
+		m.stopped, m.running, m.skipped, m.lastSuccess, m.unrecorded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -165,6 +170,9 @@ func (m *Metrics) SetLag(job string, lag Lag) {
 	m.lagChanges.WithLabelValues(job).Set(float64(lag.Changes))
 	m.lagSeconds.WithLabelValues(job).Set(lag.Age.Seconds())
 }
+
+// setUnrecorded sets the number of runs waiting for the history.
+func (m *Metrics) setUnrecorded(n int) { m.unrecorded.Set(float64(n)) }
 
 // SetStopped sets whether job is stopped by a permanent failure.
 func (m *Metrics) SetStopped(job string, stopped bool) {

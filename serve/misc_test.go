@@ -48,7 +48,11 @@ func TestIsTransient(t *testing.T) {
 		wrap(sql.ErrConnDone),
 		wrap(pgconn.ErrConnClosed),
 		wrap(errors.New("database is locked (5) (SQLITE_BUSY)")),
+		wrap(errors.New("database or disk is full (13)")),
 		wrap(selfClassified{true}),
+		&pgconn.PgError{Code: "28P01"}, // invalid password
+		&pgconn.PgError{Code: "28000"}, // role is not permitted to log in
+		&pgconn.PgError{Code: "53100"}, // disk full
 	}
 	permanent := []error{
 		nil,
@@ -210,7 +214,10 @@ func TestStatusOf(t *testing.T) {
 	now := time.Date(2026, 1, 1, 10, 30, 0, 0, time.UTC)
 	_, _ = hist.Record(ctx, &Run{Job: "a", Status: StatusCommitted, Start: now.Add(-time.Hour), End: now.Add(-time.Hour)})
 	_, _ = hist.Record(ctx, &Run{Job: "b", Status: StatusFailed, Error: "no such table", End: now})
-	jobs := []*plan.Job{testJob("a", "0 * * * *"), testJob("b", "continuous"), testJob("c", "nonsense"), testJob("d", "")}
+	_, _ = hist.Record(ctx, &Run{Job: "e", Status: StatusFailed, Error: "no such table", End: now})
+	_, _ = hist.Record(ctx, &Run{Job: "f", Status: StatusTransient, Error: "connection refused", End: now, RetryAt: now.Add(8 * time.Second)})
+	jobs := []*plan.Job{testJob("a", "0 * * * *"), testJob("b", "continuous"), testJob("c", "nonsense"), testJob("d", ""),
+		testJob("e", "0 * * * *"), testJob("f", "0 * * * *")}
 	lag := func(ctx context.Context, j *plan.Job) (Lag, error) {
 		if j.Name == "d" {
 			return Lag{}, errors.New("no stream")
@@ -222,28 +229,37 @@ func TestStatusOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	type row struct {
-		health string
-		next   string
-		lag    int64
+		health  string
+		next    string
+		lag     int64
+		nextTry string
 	}
 	want := map[string]row{
-		"a": {HealthOK, "11:00", 3},
-		"b": {HealthStopped, "", 3},
-		"c": {HealthBroken, "", 3},
-		"d": {HealthNeverRun, "", -1},
+		"a": {HealthOK, "11:00", 3, ""},
+		"b": {HealthStopped, "", 3, ""},
+		"c": {HealthBroken, "", 3, ""},
+		"d": {HealthNeverRun, "", -1, ""},
+		"e": {HealthStopped, "", 3, ""}, // stopped: no next fire, although its schedule has one
+		"f": {HealthRetrying, "11:00", 3, "10:30:08"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d statuses, want %d", len(got), len(want))
 	}
 	for _, st := range got {
 		w := want[st.Job]
-		next := ""
+		next, nextTry := "", ""
 		if st.Next != nil {
 			next = st.Next.Format("15:04")
+		}
+		if st.NextTry != nil {
+			nextTry = st.NextTry.Format("15:04:05")
 		}
 		lagN := int64(-1)
 		if st.Lag != nil {
 			lagN = st.Lag.Changes
 		}
-		if st.Health != w.health || next != w.next || lagN != w.lag {
-			t.Errorf("%s: health %q next %q lag %d; want %+v", st.Job, st.Health, next, lagN, w)
+		if st.Health != w.health || next != w.next || lagN != w.lag || nextTry != w.nextTry {
+			t.Errorf("%s: health %q next %q lag %d next try %q; want %+v", st.Job, st.Health, next, lagN, nextTry, w)
 		}
 	}
 	b, err := json.Marshal(got[0])
@@ -316,4 +332,108 @@ func TestFakeClockTimerAt(t *testing.T) {
 	default:
 		t.Error("a timer for a passed instant did not fire at once")
 	}
+}
+
+// TestIsTransientRealFaults: the errors real drivers return for faults an
+// operator fixes (a full disk, a read-only file, a role without LOGIN, a
+// terminated session) are transient, and the job's own faults are not.
+func TestIsTransientRealFaults(t *testing.T) {
+	ctx := t.Context()
+	t.Run("sqlite full", func(t *testing.T) {
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "full.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		db.SetMaxOpenConns(1) // max_page_count is a setting of the connection
+		if _, err := db.ExecContext(ctx, "CREATE TABLE t (x BLOB)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "PRAGMA max_page_count = 4"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.ExecContext(ctx, "INSERT INTO t VALUES (zeroblob(100000))")
+		if err == nil || !strings.Contains(err.Error(), "full") {
+			t.Fatalf("no SQLITE_FULL: %v", err)
+		}
+		if !IsTransient(fmt.Errorf("write: %w", err)) {
+			t.Errorf("IsTransient(%v) = false", err)
+		}
+	})
+	t.Run("sqlite read-only", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "ro.db")
+		rw, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rw.Close()
+		if _, err := rw.ExecContext(ctx, "CREATE TABLE t (x)"); err != nil {
+			t.Fatal(err)
+		}
+		ro, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		_, err = ro.ExecContext(ctx, "INSERT INTO t VALUES (1)")
+		if err == nil {
+			t.Fatal("no SQLITE_READONLY")
+		}
+		if !IsTransient(fmt.Errorf("write: %w", err)) {
+			t.Errorf("IsTransient(%v) = false", err)
+		}
+		_, err = rw.ExecContext(ctx, "INSERT INTO missing VALUES (1)")
+		if err == nil || IsTransient(err) {
+			t.Errorf("a missing table: IsTransient(%v) = true, want false", err)
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.NewDatabase(t)
+		admin, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close(ctx)
+		role := "sluice_nologin_" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_"))
+		role = role[:min(len(role), 60)]
+		_, _ = admin.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{role}.Sanitize())
+		if _, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" NOLOGIN PASSWORD 'pw'"); err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Exec(context.WithoutCancel(ctx), "DROP ROLE IF EXISTS "+pgx.Identifier{role}.Sanitize()) // before admin closes
+		cfg, err := pgx.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.User, cfg.Password = role, "pw"
+		_, err = pgx.ConnectConfig(ctx, cfg)
+		if err == nil {
+			t.Fatal("a role without LOGIN connected")
+		}
+		if !IsTransient(fmt.Errorf("open source: %w", err)) {
+			t.Errorf("IsTransient(%v) = false", err)
+		}
+		if _, err := admin.Exec(ctx, "ALTER ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN"); err != nil {
+			t.Fatal(err)
+		}
+		victim, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			t.Fatalf("after GRANT of LOGIN: %v", err)
+		}
+		defer victim.Close(ctx)
+		if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", victim.PgConn().PID()); err != nil {
+			t.Fatal(err)
+		}
+		_, err = victim.Exec(ctx, "SELECT 1")
+		if err == nil {
+			t.Fatal("a terminated session answered")
+		}
+		if !IsTransient(fmt.Errorf("read: %w", err)) {
+			t.Errorf("IsTransient(%v) = false", err)
+		}
+		_, err = admin.Exec(ctx, "SELECT * FROM missing_table")
+		if err == nil || IsTransient(err) {
+			t.Errorf("a missing table: IsTransient(%v) = true, want false", err)
+		}
+	})
 }

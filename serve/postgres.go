@@ -94,8 +94,10 @@ func NewPGStore(ctx context.Context, pool *pgxpool.Pool, opt StoreOptions) (*PGS
 ` + cols.String() + `	from_offset text NOT NULL DEFAULT '',
 	to_offset text NOT NULL DEFAULT '',
 	error text NOT NULL DEFAULT '',
-	skipped text NOT NULL DEFAULT ''
+	skipped text NOT NULL DEFAULT '',
+	retry_at timestamptz
 )`,
+		"ALTER TABLE " + pgRuns + " ADD COLUMN IF NOT EXISTS retry_at timestamptz",
 		"CREATE INDEX IF NOT EXISTS " + RunsTable + "_job ON " + pgRuns + " (job, id)",
 	}
 	for _, q := range ddl {
@@ -134,8 +136,13 @@ func (s *PGStore) Record(ctx context.Context, r *Run) (int64, error) {
 	cols = append(cols, strings.Split(countColumns(), ", ")...)
 	args = append(args, countArgs(r.Read)...)
 	args = append(args, countArgs(r.Written)...)
-	cols = append(cols, "from_offset", "to_offset", "error", "skipped")
-	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped)
+	cols = append(cols, "from_offset", "to_offset", "error", "skipped", "retry_at")
+	var retryAt *time.Time
+	if !r.RetryAt.IsZero() {
+		t := r.RetryAt.UTC()
+		retryAt = &t
+	}
+	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped, retryAt)
 	ph := make([]string, len(args))
 	for i := range ph {
 		ph[i] = fmt.Sprintf("$%d", i+1)
@@ -150,7 +157,7 @@ func (s *PGStore) Record(ctx context.Context, r *Run) (int64, error) {
 
 // List returns recorded runs, newest first.
 func (s *PGStore) List(ctx context.Context, job string, limit int) ([]Run, error) {
-	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped FROM " + pgRuns
+	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped, retry_at FROM " + pgRuns
 	args := []any{defaultLimit(limit)}
 	if job != "" {
 		q += " WHERE job = $2"
@@ -166,14 +173,18 @@ func (s *PGStore) List(ctx context.Context, job string, limit int) ([]Run, error
 	for rows.Next() {
 		var r Run
 		var status, from, to string
+		var retryAt *time.Time
 		counts := make([]int64, 2*len(opColumns))
 		dest := []any{&r.ID, &r.Job, &r.Node, &r.Start, &r.End, &status}
 		for i := range counts {
 			dest = append(dest, &counts[i])
 		}
-		dest = append(dest, &from, &to, &r.Error, &r.Skipped)
+		dest = append(dest, &from, &to, &r.Error, &r.Skipped, &retryAt)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		if retryAt != nil {
+			r.RetryAt = retryAt.UTC()
 		}
 		r.Start, r.End = r.Start.UTC(), r.End.UTC()
 		r.Status = Status(status)
@@ -193,11 +204,21 @@ func (s *PGStore) List(ctx context.Context, job string, limit int) ([]Run, error
 // unlock the connection is kept for the job's next TryLock, so that a
 // continuous job does not connect for every run.
 func (s *PGStore) TryLock(ctx context.Context, job string) (unlock func(), ok bool, err error) {
-	conn, err := s.lockConn(ctx, job)
+	conn, kept, err := s.lockConn(ctx, job)
 	if err != nil {
 		return nil, false, fmt.Errorf("job lock: %w", err)
 	}
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1::int4, hashtext($2))", pgLockClass, job).Scan(&ok); err != nil {
+	err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1::int4, hashtext($2))", pgLockClass, job).Scan(&ok)
+	if err != nil && kept && ctx.Err() == nil {
+		// The kept session died while idle (a terminated backend, a
+		// restarted server): ask again on a new one.
+		closeConn(ctx, conn)
+		if conn, err = pgx.ConnectConfig(ctx, s.cfg.Copy()); err != nil {
+			return nil, false, fmt.Errorf("job lock: %w", err)
+		}
+		err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1::int4, hashtext($2))", pgLockClass, job).Scan(&ok)
+	}
+	if err != nil {
 		closeConn(ctx, conn)
 		return nil, false, fmt.Errorf("job lock: %w", err)
 	}
@@ -241,17 +262,18 @@ func (s *PGStore) TryLock(ctx context.Context, job string) (unlock func(), ok bo
 	}, true, nil
 }
 
-// lockConn returns the job's kept connection if it is alive, else a new
-// one.
-func (s *PGStore) lockConn(ctx context.Context, job string) (*pgx.Conn, error) {
+// lockConn returns the job's kept connection if it is not known closed
+// (kept true), else a new one.
+func (s *PGStore) lockConn(ctx context.Context, job string) (c *pgx.Conn, kept bool, err error) {
 	s.mu.Lock()
-	c := s.idle[job]
+	c = s.idle[job]
 	delete(s.idle, job)
 	s.mu.Unlock()
 	if c != nil && !c.IsClosed() {
-		return c, nil
+		return c, true, nil
 	}
-	return pgx.ConnectConfig(ctx, s.cfg.Copy())
+	c, err = pgx.ConnectConfig(ctx, s.cfg.Copy())
+	return c, false, err
 }
 
 // putConn keeps a connection holding no lock for the job's next TryLock.

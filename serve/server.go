@@ -131,6 +131,7 @@ type Server struct {
 	runs       sync.WaitGroup
 	httpSrv    *http.Server
 	ln         net.Listener
+	rec        *historyWriter // nil without a History
 }
 
 // entry is a loaded job definition and its scheduling loop.
@@ -153,6 +154,7 @@ type state struct {
 	failures  int // consecutive failed runs
 	stopped   bool
 	next      time.Time
+	retryAt   time.Time // when a transient failure is retried; zero when none is pending
 	lag       *Lag
 	lagErr    string
 }
@@ -187,6 +189,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.cfg.CancelWait <= 0 {
 		s.cfg.CancelWait = 10 * time.Second
+	}
+	if cfg.History != nil {
+		s.rec = newHistoryWriter(cfg.History, s.log, s.metrics)
 	}
 	return s, nil
 }
@@ -367,6 +372,13 @@ func (s *Server) Start(ctx context.Context) error {
 	for _, e := range s.entries {
 		s.startLoop(e)
 	}
+	if s.rec != nil {
+		s.loops.Add(1)
+		go func() {
+			defer s.loops.Done()
+			s.rec.retryLoop(s.loopCtx, s.clock, s.cfg.RetryBackoff, s.rnd)
+		}()
+	}
 	if s.cfg.Lag != nil {
 		s.loops.Add(1)
 		go func() {
@@ -460,6 +472,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.cancelRuns()
+	if s.rec != nil {
+		s.rec.close(ctx)
+	}
 	if s.httpSrv != nil {
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
@@ -492,6 +507,15 @@ func (s *Server) end(name string, st *state) {
 	st.running.Store(false)
 	s.metrics.SetRunning(name, false)
 	s.runs.Done()
+}
+
+// record stores an attempt's run in the History (see historyWriter), unless it
+// is not history (an empty poll) or there is no History.
+func (s *Server) record(out outcome) {
+	if s.rec == nil || out.run == nil || !out.history {
+		return
+	}
+	s.rec.add(s.runCtx, out.run)
 }
 
 // emit calls the OnEvent hook.

@@ -95,7 +95,8 @@ func NewSQLiteStore(ctx context.Context, db *sql.DB, opt StoreOptions) (*SQLiteS
 ` + cols.String() + `	from_offset TEXT NOT NULL DEFAULT '',
 	to_offset TEXT NOT NULL DEFAULT '',
 	error TEXT NOT NULL DEFAULT '',
-	skipped TEXT NOT NULL DEFAULT ''
+	skipped TEXT NOT NULL DEFAULT '',
+	retry_at TEXT NOT NULL DEFAULT ''
 )`,
 		`CREATE INDEX IF NOT EXISTS ` + RunsTable + `_job ON ` + RunsTable + ` (job, id)`,
 		`CREATE TABLE IF NOT EXISTS ` + LocksTable + ` (
@@ -108,6 +109,16 @@ func NewSQLiteStore(ctx context.Context, db *sql.DB, opt StoreOptions) (*SQLiteS
 	for _, q := range ddl {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return nil, fmt.Errorf("create sluice history tables: %w", err)
+		}
+	}
+	// Tables created before retry_at existed gain it.
+	var has bool
+	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('`+RunsTable+`') WHERE name = 'retry_at')`).Scan(&has); err != nil {
+		return nil, fmt.Errorf("create sluice history tables: %w", err)
+	}
+	if !has {
+		if _, err := db.ExecContext(ctx, `ALTER TABLE `+RunsTable+` ADD COLUMN retry_at TEXT NOT NULL DEFAULT ''`); err != nil {
+			return nil, fmt.Errorf("add retry_at to %s: %w", RunsTable, err)
 		}
 	}
 	return s, nil
@@ -134,8 +145,12 @@ func (s *SQLiteStore) Record(ctx context.Context, r *Run) (int64, error) {
 		}
 		args = append(args, countArgs(p.m)...)
 	}
-	cols = append(cols, "from_offset", "to_offset", "error", "skipped")
-	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped)
+	cols = append(cols, "from_offset", "to_offset", "error", "skipped", "retry_at")
+	retryAt := ""
+	if !r.RetryAt.IsZero() {
+		retryAt = r.RetryAt.UTC().Format(timeLayout)
+	}
+	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped, retryAt)
 	q := "INSERT INTO " + RunsTable + " (" + strings.Join(cols, ", ") + ") VALUES (?" + strings.Repeat(", ?", len(cols)-1) + ")"
 	res, err := s.db.ExecContext(ctx, q, args...)
 	if err != nil {
@@ -146,7 +161,7 @@ func (s *SQLiteStore) Record(ctx context.Context, r *Run) (int64, error) {
 
 // List returns recorded runs, newest first.
 func (s *SQLiteStore) List(ctx context.Context, job string, limit int) ([]Run, error) {
-	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped FROM " + RunsTable
+	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped, retry_at FROM " + RunsTable
 	var args []any
 	if job != "" {
 		q += " WHERE job = ?"
@@ -162,17 +177,20 @@ func (s *SQLiteStore) List(ctx context.Context, job string, limit int) ([]Run, e
 	var out []Run
 	for rows.Next() {
 		var r Run
-		var start, end, status, from, to string
+		var start, end, status, from, to, retryAt string
 		counts := make([]int64, 2*len(opColumns))
 		dest := []any{&r.ID, &r.Job, &r.Node, &start, &end, &status}
 		for i := range counts {
 			dest = append(dest, &counts[i])
 		}
-		dest = append(dest, &from, &to, &r.Error, &r.Skipped)
+		dest = append(dest, &from, &to, &r.Error, &r.Skipped, &retryAt)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
 		r.Status = Status(status)
+		if retryAt != "" {
+			r.RetryAt, _ = time.Parse(timeLayout, retryAt)
+		}
 		r.Start, _ = time.Parse(timeLayout, start)
 		r.End, _ = time.Parse(timeLayout, end)
 		r.Read, r.Written = countMap(counts[:len(opColumns)]), countMap(counts[len(opColumns):])
@@ -274,7 +292,7 @@ func (s *SQLiteStore) withImmediate(ctx context.Context, fn func(*sql.Conn) (boo
 		return false, fmt.Errorf("job lock: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := sqlitex.Begin(ctx, conn); err != nil {
 		return false, fmt.Errorf("job lock: %w", err)
 	}
 	finish := func(stmt string) error {

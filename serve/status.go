@@ -16,8 +16,7 @@ import (
 const (
 	HealthOK       = "ok"        // last run succeeded (or none failed yet)
 	HealthNeverRun = "never run" // no run recorded
-	HealthRetrying = "retrying"  // transient failures, below Config.UnhealthyAfter
-	HealthFailing  = "failing"   // transient failures, at or above Config.UnhealthyAfter
+	HealthRetrying = "retrying"  // transient failures, retried (JobStatus.NextTry); unhealthy from Config.UnhealthyAfter on
 	HealthStopped  = "stopped"   // stopped by a permanent failure
 	HealthBroken   = "invalid"   // the job's schedule does not parse (StatusOf)
 )
@@ -27,7 +26,8 @@ type JobStatus struct {
 	Job                 string     `json:"job"`
 	File                string     `json:"file,omitempty"`
 	Schedule            string     `json:"schedule"`
-	Next                *time.Time `json:"next_fire,omitempty"`
+	Next                *time.Time `json:"next_fire,omitempty"` // never set for a stopped job
+	NextTry             *time.Time `json:"next_try,omitempty"`  // health retrying: when the failed run is tried again
 	Running             bool       `json:"running"`
 	Stopped             bool       `json:"stopped"`
 	Healthy             bool       `json:"healthy"`
@@ -42,8 +42,11 @@ type JobStatus struct {
 
 // Status reports every loaded job of the running server, sorted by name:
 // schedule, next fire, whether it is running or stopped, its health, last
-// run (from memory, else the newest in the History) and last error, and
-// its lag when Config.Lag is set (the value of the last poll).
+// run (from memory, else the newest in the History) and last error, the
+// time of the next retry while a transient failure is retried, and its lag
+// when Config.Lag is set (the value of the last poll). Health is
+// "retrying" after transient failures; the job is unhealthy once
+// Config.UnhealthyAfter runs in a row failed.
 func (s *Server) Status(ctx context.Context) []JobStatus {
 	s.mu.Lock()
 	type item struct {
@@ -60,9 +63,13 @@ func (s *Server) Status(ctx context.Context) []JobStatus {
 	for _, it := range items {
 		js := JobStatus{Job: it.e.job.Name, File: it.e.file, Schedule: it.e.sched.String(), Running: it.st.running.Load()}
 		it.st.mu.Lock()
-		if !it.st.next.IsZero() {
+		if !it.st.next.IsZero() && !it.st.stopped {
 			n := it.st.next
 			js.Next = &n
+		}
+		if !it.st.retryAt.IsZero() {
+			n := it.st.retryAt
+			js.NextTry = &n
 		}
 		js.Stopped, js.ConsecutiveFailures = it.st.stopped, it.st.failures
 		js.LastRun = it.st.last
@@ -81,8 +88,6 @@ func (s *Server) Status(ctx context.Context) []JobStatus {
 		switch {
 		case js.Stopped:
 			js.Health = HealthStopped
-		case js.ConsecutiveFailures >= s.cfg.UnhealthyAfter:
-			js.Health = HealthFailing
 		case js.ConsecutiveFailures > 0:
 			js.Health = HealthRetrying
 		case js.LastRun == nil:
@@ -90,7 +95,7 @@ func (s *Server) Status(ctx context.Context) []JobStatus {
 		default:
 			js.Health = HealthOK
 		}
-		js.Healthy = js.Health != HealthStopped && js.Health != HealthFailing
+		js.Healthy = !js.Stopped && js.ConsecutiveFailures < s.cfg.UnhealthyAfter
 		out = append(out, js)
 	}
 	return out
@@ -100,8 +105,10 @@ func (s *Server) Status(ctx context.Context) []JobStatus {
 // status DIR`): the schedule and next fire after now, the last run and
 // health from hist (nil: unknown), and the lag from lag (nil: not
 // measured). Health comes from the newest run: committed/skipped/cancelled
-// → ok, transient → retrying, failed → stopped. It returns the history's
-// error if it cannot be read; lag errors go into LagError.
+// → ok, transient → retrying (NextTry: the retry time it recorded),
+// failed → stopped (no next fire: a stopped job does not fire until it is
+// reloaded). It returns the history's error if it cannot be read; lag
+// errors go into LagError.
 func StatusOf(ctx context.Context, jobs []*plan.Job, hist History, lag LagFunc, now time.Time) ([]JobStatus, error) {
 	out := make([]JobStatus, 0, len(jobs))
 	for _, j := range jobs {
@@ -127,8 +134,12 @@ func StatusOf(ctx context.Context, jobs []*plan.Job, hist History, lag LagFunc, 
 					switch r.Status {
 					case StatusTransient:
 						js.Health = HealthRetrying
+						if !r.RetryAt.IsZero() {
+							at := r.RetryAt
+							js.NextTry = &at
+						}
 					case StatusFailed:
-						js.Health, js.Healthy, js.Stopped = HealthStopped, false, true
+						js.Health, js.Healthy, js.Stopped, js.Next = HealthStopped, false, true, nil
 					default:
 						js.Health = HealthOK
 					}
@@ -194,7 +205,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 
 // MarshalJSON writes a Run with change types by name
 // ({"read": {"INSERT": 3}}), offsets in their stored form and times in
-// RFC 3339.
+// RFC 3339 (retry_at only for a transient failure).
 func (r Run) MarshalJSON() ([]byte, error) {
 	type run struct {
 		ID      int64            `json:"id,omitempty"`
@@ -210,6 +221,7 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		To      *cdc.Offset      `json:"to,omitempty"`
 		Error   string           `json:"error,omitempty"`
 		Skipped string           `json:"skipped,omitempty"`
+		RetryAt *time.Time       `json:"retry_at,omitempty"`
 	}
 	named := func(m map[cdc.Op]int64) map[string]int64 {
 		if len(m) == 0 {
@@ -227,8 +239,12 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		}
 		return &o
 	}
+	var retryAt *time.Time
+	if !r.RetryAt.IsZero() {
+		retryAt = &r.RetryAt
+	}
 	return json.Marshal(run{r.ID, r.Job, r.Node, r.Start, r.End, r.Duration().Seconds(), r.Status,
-		named(r.Read), named(r.Written), off(r.From), off(r.To), r.Error, r.Skipped})
+		named(r.Read), named(r.Written), off(r.From), off(r.To), r.Error, r.Skipped, retryAt})
 }
 
 // MarshalJSON writes a Lag as {"changes": n, "age_seconds": s}.

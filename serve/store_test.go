@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/internal/pgtest"
 	"github.com/sluicedata/sluice/plan"
@@ -55,6 +57,7 @@ func testHistoryRoundTrip(t *testing.T, h History) {
 		{Job: "b", Node: "n2", Start: start.Add(time.Minute), End: start.Add(2 * time.Minute), Status: StatusFailed,
 			From: cdc.Offset{Positions: map[string]string{"shard-1": "x", "shard-2": "y"}}, Error: `no such table: "t"`},
 		{Job: "a", Node: "n1", Start: start.Add(time.Hour), End: start.Add(time.Hour), Status: StatusSkipped, Skipped: "target exists and mode is ignore"},
+		{Job: "c", Node: "n1", Start: start, End: start, Status: StatusTransient, Error: "connection refused", RetryAt: start.Add(4 * time.Second)},
 	}
 	for i := range in {
 		id, err := h.Record(ctx, &in[i])
@@ -70,8 +73,16 @@ func testHistoryRoundTrip(t *testing.T, h History) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 3 || all[0].ID != in[2].ID || all[2].ID != in[0].ID {
+	if len(all) != 4 || all[0].ID != in[3].ID || all[3].ID != in[0].ID {
 		t.Fatalf("List all: %+v", all)
+	}
+	if c := all[0]; !c.RetryAt.Equal(in[3].RetryAt) || c.Status != StatusTransient {
+		t.Errorf("transient run round trip: retry at %v, want %v", c.RetryAt, in[3].RetryAt)
+	}
+	for _, r := range all[1:] {
+		if !r.RetryAt.IsZero() {
+			t.Errorf("run %d (%s) has retry_at %v", r.ID, r.Status, r.RetryAt)
+		}
 	}
 	as, err := h.List(ctx, "a", 1)
 	if err != nil {
@@ -80,14 +91,14 @@ func testHistoryRoundTrip(t *testing.T, h History) {
 	if len(as) != 1 || as[0].Status != StatusSkipped || as[0].Skipped == "" {
 		t.Fatalf("List a 1: %+v", as)
 	}
-	got := all[2]
+	got := all[3]
 	want := in[0]
 	if !got.Start.Equal(want.Start) || !got.End.Equal(want.End) || got.Node != "n1" ||
 		!got.From.Equal(want.From) || !got.To.Equal(want.To) ||
 		got.Read[cdc.OpUpdateBefore] != 2 || Rows(got.Read) != 10 || Rows(got.Written) != 8 {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, want)
 	}
-	if b := all[1]; b.Error != in[1].Error || !b.From.Equal(in[1].From) || !b.To.IsZero() {
+	if b := all[2]; b.Error != in[1].Error || !b.From.Equal(in[1].From) || !b.To.IsZero() {
 		t.Errorf("failed run round trip: %+v", b)
 	}
 }
@@ -363,4 +374,79 @@ func TestPGLock(t *testing.T) {
 		}
 		return ok
 	})
+}
+
+// TestHistoryGainsRetryAt: a run history created before retry_at existed
+// gains the column when a store opens it, and keeps its rows.
+func TestHistoryGainsRetryAt(t *testing.T) {
+	ctx := t.Context()
+	at := time.Date(2026, 3, 1, 2, 3, 4, 0, time.UTC)
+	check := func(t *testing.T, h History) {
+		if _, err := h.Record(ctx, &Run{Job: "j", Start: at, End: at, Status: StatusTransient, RetryAt: at.Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := h.List(ctx, "j", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 2 || !runs[0].RetryAt.Equal(at.Add(time.Minute)) || !runs[1].RetryAt.IsZero() {
+			t.Fatalf("runs after the upgrade: %+v", runs)
+		}
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "h.db")
+		old := openSQLite(t, path, "n1", nil)
+		if _, err := old.Record(ctx, &Run{Job: "j", Start: at, End: at, Status: StatusCommitted}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.db.ExecContext(ctx, "ALTER TABLE "+RunsTable+" DROP COLUMN retry_at"); err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		check(t, openSQLite(t, path, "n1", nil))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.NewDatabase(t)
+		old := openPG(t, url, "n1")
+		if _, err := old.Record(ctx, &Run{Job: "j", Start: at, End: at, Status: StatusCommitted}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.pool.Exec(ctx, "ALTER TABLE "+pgRuns+" DROP COLUMN retry_at"); err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		check(t, openPG(t, url, "n1"))
+	})
+}
+
+// TestPGLockAfterKilledSession: the connection a released lock keeps for
+// the job's next run is terminated while idle (pg_terminate_backend); the
+// next TryLock still takes the lock, on a new session.
+func TestPGLockAfterKilledSession(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := t.Context()
+	st := openPG(t, url, "n1")
+	unlock, ok, err := st.TryLock(ctx, "j")
+	if err != nil || !ok {
+		t.Fatalf("TryLock = %v, %v", ok, err)
+	}
+	unlock()
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var killed int
+	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed == 0 {
+		t.Fatal("no session to terminate: the released lock's connection was not kept")
+	}
+	unlock, ok, err = st.TryLock(ctx, "j")
+	if err != nil || !ok {
+		t.Fatalf("TryLock after the kept session was terminated = %v, %v", ok, err)
+	}
+	unlock()
 }

@@ -19,23 +19,45 @@ import (
 )
 
 // SQLite primary result codes that mean "try again" (extended codes carry
-// them in their low byte).
+// them in their low byte): the database file or its file system is busy,
+// read-only, full or failing, which an operator fixes without touching the
+// job (https://sqlite.org/rescode.html).
 const (
-	sqliteBusy   = 5 // SQLITE_BUSY
-	sqliteLocked = 6 // SQLITE_LOCKED
+	sqliteBusy     = 5  // SQLITE_BUSY
+	sqliteLocked   = 6  // SQLITE_LOCKED
+	sqliteReadOnly = 8  // SQLITE_READONLY (file, directory or file system not writable)
+	sqliteIOErr    = 10 // SQLITE_IOERR
+	sqliteFull     = 13 // SQLITE_FULL (disk full)
+	sqliteCantOpen = 14 // SQLITE_CANTOPEN
+	sqliteProtocol = 15 // SQLITE_PROTOCOL (WAL lock race)
 )
+
+// transientSQLite reports whether a SQLite result code is worth retrying.
+func transientSQLite(code int) bool {
+	switch code & 0xff {
+	case sqliteBusy, sqliteLocked, sqliteReadOnly, sqliteIOErr, sqliteFull, sqliteCantOpen, sqliteProtocol:
+		return true
+	}
+	return false
+}
 
 // IsTransient reports whether err is worth retrying unchanged: the
 // database went away or was busy, not the job being wrong. It is true for
 //
 //   - PostgreSQL SQLSTATEs 40001 (serialization failure), 40P01
-//     (deadlock), class 08 (connection exception), 53000/53100/53200/53300
-//     (insufficient resources, too many connections), 55P03 (lock not
-//     available), 57P01–57P03 (admin/crash shutdown, cannot connect now),
-//     57014 (statement timeout/cancel by the server) and 58000/58030
-//     (system and I/O errors);
-//   - pgconn errors that are SafeToRetry or timeouts, and failed connects;
-//   - SQLITE_BUSY and SQLITE_LOCKED (including extended codes);
+//     (deadlock), class 08 (connection exception), class 28 (invalid
+//     authorization: a wrong password or a role without LOGIN, fixed by an
+//     operator), 53000/53100/53200/53300 (insufficient resources, disk
+//     full, too many connections), 55P03 (lock not available), 57P01–57P03
+//     (admin/crash shutdown, cannot connect now), 57014 (statement
+//     timeout/cancel by the server) and 58000/58030 (system and I/O
+//     errors);
+//   - every failed connect (*pgconn.ConnectError, whatever the server
+//     answered: a server that is restarting, a password not yet granted);
+//   - pgconn errors that are SafeToRetry or timeouts;
+//   - SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR,
+//     SQLITE_FULL, SQLITE_CANTOPEN and SQLITE_PROTOCOL (including extended
+//     codes): the file is busy, read-only, on a full disk or failing;
 //   - network errors (net.Error, connection refused/reset, broken pipe,
 //     unexpected EOF), driver.ErrBadConn and sql.ErrConnDone;
 //   - context.DeadlineExceeded (an I/O timeout, not a shutdown);
@@ -54,19 +76,20 @@ func IsTransient(err error) bool {
 	if errors.As(err, &tr) {
 		return tr.Transient()
 	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return transientSQLState(pgErr.Code)
 	}
 	var sqErr *sqlite.Error
 	if errors.As(err, &sqErr) {
-		c := sqErr.Code() & 0xff
-		return c == sqliteBusy || c == sqliteLocked
+		return transientSQLite(sqErr.Code())
 	}
-	var connErr *pgconn.ConnectError
 	switch {
-	case errors.As(err, &connErr),
-		pgconn.SafeToRetry(err), pgconn.Timeout(err),
+	case pgconn.SafeToRetry(err), pgconn.Timeout(err),
 		errors.Is(err, pgconn.ErrConnClosed),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, runner.ErrOffsetMoved),
@@ -85,8 +108,14 @@ func IsTransient(err error) bool {
 	// Drivers that flatten errors into text (modernc wraps some in
 	// fmt.Errorf with %v).
 	msg := err.Error()
-	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked") ||
-		strings.Contains(msg, "database table is locked")
+	for _, text := range []string{"SQLITE_BUSY", "database is locked", "database table is locked",
+		"SQLITE_FULL", "database or disk is full", "SQLITE_READONLY", "attempt to write a readonly database",
+		"SQLITE_IOERR", "disk I/O error", "SQLITE_CANTOPEN", "unable to open database file"} {
+		if strings.Contains(msg, text) {
+			return true
+		}
+	}
+	return false
 }
 
 // transientSQLState classifies a PostgreSQL SQLSTATE.
@@ -96,7 +125,7 @@ func transientSQLState(code string) bool {
 		"57P01", "57P02", "57P03", "57014", "58000", "58030":
 		return true
 	}
-	return strings.HasPrefix(code, "08")
+	return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "28")
 }
 
 // Backoff is an exponential backoff: attempt n (from 0) waits

@@ -23,6 +23,13 @@ var ErrBadURL = errors.New("bad sqlite connection URL")
 // before failing with SQLITE_BUSY.
 const BusyTimeout = 10 * time.Second
 
+// ConnMaxLifetime is how long a connection to a database file is reused
+// before it is closed and opened again. A connection keeps the access it
+// was opened with: one opened while the file was read-only stays read-only
+// after the file is writable again, so a long-running process (sluice
+// serve) recovers from a read-only file within this time.
+const ConnMaxLifetime = time.Minute
+
 // Location is where a sqlite: URL points.
 type Location struct {
 	// Path is the absolute file path, or ":memory:" for a private in-memory
@@ -112,6 +119,8 @@ func Open(ctx context.Context, loc Location) (*sql.DB, error) {
 		db.SetConnMaxIdleTime(0)
 		db.SetConnMaxLifetime(0)
 		db.SetMaxIdleConns(4)
+	} else {
+		db.SetConnMaxLifetime(ConnMaxLifetime)
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

@@ -24,7 +24,7 @@ func BeginImmediate(ctx context.Context, db *sql.DB) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin write transaction: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := Begin(ctx, conn); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("begin write transaction: %w", err)
 	}

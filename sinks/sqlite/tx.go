@@ -49,7 +49,7 @@ func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite sink: connect: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := sqlitex.Begin(ctx, conn); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("sqlite sink: begin write transaction: %w", err)
 	}
@@ -216,6 +216,11 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 			}
 		}
 		if err := t.insert(ctx, args); err != nil {
+			if !sqlitex.IsValueError(err) {
+				// A full disk or a read-only file is no fault of the row:
+				// its values stay out of the error (and of the run history).
+				return fmt.Errorf("sqlite sink: write %q: %w", t.p.st.Table, err)
+			}
 			return fmt.Errorf("sqlite sink: write %q (%s): %w", t.p.st.Table, changerel.RowLabel(ch, t.p.st.Schema, t.keyIdx, t.keyName), err)
 		}
 		if !staged {
@@ -308,6 +313,7 @@ func (t *Tx) Commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 	}
 	st, err := t.commit(ctx, cp)
 	if err != nil {
+		t.err = err
 		t.Rollback(ctx)
 		return runner.Stats{}, err
 	}
@@ -369,6 +375,7 @@ func (t *Tx) Rollback(ctx context.Context) error {
 		return nil
 	}
 	_, err := t.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	sqlitex.DiscardIfCannotWrite(t.conn, t.err)
 	if cerr := t.conn.Close(); err == nil {
 		err = cerr
 	}

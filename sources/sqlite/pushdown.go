@@ -139,12 +139,13 @@ func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := sqlitex.Begin(ctx, conn); err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, fmt.Errorf("pushdown %s: begin: %w", job, err)
 	}
 	stats, from, to, err := pp.run(ctx, conn, job)
 	if err != nil {
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		sqlitex.DiscardIfCannotWrite(conn, err)
 		if valueCaused(err) {
 			// the runner replays the run through sluice to name the row
 			err = fmt.Errorf("%w: %w", runner.ErrPushdownValue, err)

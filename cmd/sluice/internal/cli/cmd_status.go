@@ -76,6 +76,9 @@ func cmdStatus(ctx context.Context, e *env, conn, state string, paths []string) 
 			pending = "error: " + s.LagError
 		}
 		health := s.Health
+		if s.NextTry != nil {
+			health += " (next try " + s.NextTry.Local().Format("2006-01-02 15:04:05 MST") + ")"
+		}
 		if s.LastError != "" {
 			health += ": " + s.LastError
 		}
