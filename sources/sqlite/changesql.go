@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
@@ -124,6 +125,9 @@ func (g gen) ord(expr string) string {
 // back) — the table's value for the row's key, which is the row at the
 // read point since a is the key's last change up to it.
 func (g gen) newVal(a string, c cdc.Column) string {
+	if slices.Contains(g.info.TableSchema.Key, c.Name) {
+		return a + "." + newCol(c.Name) // a key column is never added later
+	}
 	var on []string
 	for _, k := range g.info.TableSchema.Key {
 		on = append(on, "sluice_cur."+sqlitex.Quote(k)+" = "+a+"."+newCol(k))
@@ -151,10 +155,10 @@ func (g gen) standard() string {
 		if c.Type.Kind == cdc.KindDecimal {
 			// DECIMAL is stored as text whose form depends on the writer
 			// ('2', '2.00'): the same number is no change.
-			diff = append(diff, "NOT sluice_dec_same(f."+oldCol(c.Name)+", "+g.newVal("l", c)+")")
+			diff = append(diff, "NOT sluice_dec_same("+oldCol(c.Name)+", "+newCol(c.Name)+")")
 			continue
 		}
-		diff = append(diff, "f."+oldCol(c.Name)+" IS NOT "+g.newVal("l", c))
+		diff = append(diff, oldCol(c.Name)+" IS NOT "+newCol(c.Name))
 	}
 	images := g.list(func(c cdc.Column) string { return "f." + oldCol(c.Name) }) + ", " +
 		g.list(func(c cdc.Column) string { return g.newVal("l", c) + " AS " + newCol(c.Name) })
@@ -165,15 +169,19 @@ func (g gen) standard() string {
 	SELECT min(seq) AS s0, max(seq) AS s1 FROM ` + g.log + `
 	WHERE seq > ? AND seq <= ?
 	GROUP BY ` + g.keyList(keyExpr) + `
-), n AS (
-	SELECT g.s1 AS ver, l.ts AS ts,
-		CASE
-			WHEN f.op IN ('I', 'KI') THEN CASE WHEN l.op IN ('D', 'KD') THEN NULL ELSE 'I' END
-			WHEN l.op IN ('D', 'KD') THEN 'D'
-			WHEN ` + strings.Join(diff, " OR ") + ` THEN 'U'
-		END AS kind,
+), r AS (
+	SELECT g.s1 AS ver, l.ts AS ts, f.op AS fop, l.op AS lop,
 		` + images + `
 	FROM g JOIN ` + g.log + ` AS f ON f.seq = g.s0 JOIN ` + g.log + ` AS l ON l.seq = g.s1
+), n AS (
+	SELECT ver, ts,
+		CASE
+			WHEN fop IN ('I', 'KI') THEN CASE WHEN lop IN ('D', 'KD') THEN NULL ELSE 'I' END
+			WHEN lop IN ('D', 'KD') THEN 'D'
+			WHEN ` + strings.Join(diff, " OR ") + ` THEN 'U'
+		END AS kind,
+		` + g.list(func(c cdc.Column) string { return oldCol(c.Name) }) + `, ` + g.list(func(c cdc.Column) string { return newCol(c.Name) }) + `
+	FROM r
 )
 SELECT ` + fmt.Sprintf(metaSelect,
 		`CASE n.kind WHEN 'I' THEN 'INSERT' WHEN 'D' THEN 'DELETE' WHEN 'U' THEN CASE e.ord WHEN 0 THEN 'UPDATE_BEFORE' ELSE 'UPDATE_AFTER' END END`,
