@@ -408,3 +408,17 @@ func TestUpgradeFromEarlierCapture(t *testing.T) {
 	appExec(t, app, `INSERT INTO t VALUES (3, 'c')`, `ALTER TABLE t DROP COLUMN name`, `INSERT INTO t VALUES (4)`)
 	f.consume("s", []string{"INSERT id=3", "INSERT id=4"})
 }
+
+// A WITHOUT ROWID table is refused with a reason, and nothing is installed.
+func TestWithoutRowidRefused(t *testing.T) {
+	f := newFixture(t, "")
+	f.sql(`CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID`)
+	_, err := f.b.Exec(t.Context(), &dsl.SetChangeTracking{Table: "kv", Enabled: true})
+	if !errors.Is(err, sqlite.ErrUnsupported) || !strings.Contains(err.Error(), "WITHOUT ROWID") {
+		t.Fatalf("enable on a WITHOUT ROWID table: %v", err)
+	}
+	var n int
+	if err := f.b.DB().QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name LIKE 'sluice_%kv'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("objects left: %d, %v", n, err)
+	}
+}

@@ -7,11 +7,13 @@
 //
 // # Catalog
 //
-// sluice_tracking(tbl, log, columns, enabled) lists the tables with change
-// tracking and the columns their triggers capture; sluice_streams(name, tbl,
-// mode, show_initial_rows, comment, created, id, "offset") the table
-// streams. created is UTC; id is random per incarnation (CREATE OR REPLACE
-// makes a new one, so old checkpoints are not applied to it).
+// sluice_tracking(tbl, log, columns, enabled, table_sql) lists the tables
+// with change tracking, their change log, the columns captured and the
+// table's definition (its CREATE TABLE and CREATE INDEX statements) when
+// capture was installed; sluice_streams(name, tbl, mode, show_initial_rows,
+// comment, created, id, "offset") the table streams. created is UTC; id is
+// random per incarnation (CREATE OR REPLACE makes a new one, so old
+// checkpoints are not applied to it).
 //
 // # Change capture
 //
@@ -25,16 +27,73 @@
 //	o_<col>…      the old image (U, D, KD), values exactly as stored
 //	n_<col>…      the new image (I, U, KI)
 //
-// and AFTER INSERT / UPDATE / DELETE row triggers that append to it. An
-// UPDATE that changes the primary key is logged as KD (old row) + KI (new
-// row): for net changes it is a DELETE of the old key and an INSERT of the
-// new one, but it is not an insert for APPEND_ONLY streams. REPLACE
-// conflict resolution fires the delete trigger (recursive_triggers is on).
-// SQLite has one writer at a time and the triggers run inside the writing
-// transaction, so seq order is commit order and a transaction's rows become
-// visible all at once when it commits: a read never sees half a transaction,
-// and a long transaction that commits after a read shows up in the next one
-// (its seqs are above that read's read point).
+// two helper tables, sluice_pending_<t> (old images of rows a statement is
+// changing, by rowid) and sluice_absent_<t> (one row of absent markers),
+// and six row triggers (capture.go, captureSpec.triggers): BEFORE INSERT,
+// UPDATE and DELETE take the old images of the row and of every row the new
+// values conflict with (rowid, each UNIQUE index), AFTER INSERT, UPDATE and
+// DELETE write the log rows — a delete for each of those rows a REPLACE
+// removed, whatever the connection's recursive_triggers. An UPDATE that
+// changes the primary key is logged as KD (old row) + KI (new row): for net
+// changes it is a DELETE of the old key and an INSERT of the new one, but it
+// is not an insert for APPEND_ONLY streams. SQLite has one writer at a time
+// and the triggers run inside the writing transaction, so seq order is
+// commit order and a transaction's rows become visible all at once when it
+// commits: a read never sees half a transaction, and a long transaction that
+// commits after a read shows up in the next one (its seqs are above that
+// read's read point).
+//
+// # Schema changes
+//
+// The triggers name no column an application can drop: values are read back
+// from the table by rowid through a NATURAL LEFT JOIN with sluice_absent_<t>,
+// so a column the table lost resolves to the absent marker instead of
+// failing, and ALTER TABLE … DROP / RENAME / ADD COLUMN and the writes after
+// them succeed with sluice not running. Each reference carries a marker
+// comment naming its log column; SQLite rewrites the reference on RENAME
+// COLUMN and keeps the comment. RENAME TABLE moves the triggers with the
+// table.
+//
+// The table's definition is compared with the one recorded at install;
+// when they differ (any DDL), the next run — Stream, a pushed-down run, a
+// new stream — re-installs capture first (tracking.go, syncCapture): the
+// triggers follow a renamed table (its log and registration are renamed,
+// its streams follow it, and a new table under the old name is untracked);
+// log columns follow renamed columns; a new column gets o_<col> with the
+// column's DEFAULT — the value SQLite reads for rows older than the column —
+// and n_<col> with the absent marker. A read then takes an absent new image
+// from the table (STANDARD: the key's last change in the window left the
+// row as the table holds it at the read point; APPEND_ONLY: the row by
+// rowid, and the read refuses, consuming nothing, when the row was changed
+// or deleted since, see checkAppendAbsent). Old images are right as logged:
+// a read's offset is always a point where capture covered every column the
+// table had (every consuming read checks, in its snapshot, that the
+// definition is the recorded one, else ErrSchemaChanged "run again"), so
+// a column missing from a change after the offset did not exist at the
+// offset and its DEFAULT is its value there.
+//
+// When the triggers are gone (DROP TABLE, or the rebuild migration CREATE
+// new_t / INSERT … SELECT / DROP TABLE t / ALTER TABLE new_t RENAME TO t),
+// runs fail with ErrCaptureLost, saying which and how to go on; enabling
+// tracking again re-installs capture into the kept log (streams go on), and
+// DROP TABLE STREAM and disabling tracking work on a dropped table.
+// Capture installed by an earlier sluice (AFTER triggers naming every
+// column) is replaced by the first run, keeping its log and offsets.
+//
+// # Commit versions
+//
+// __commit_version is the seq of the change (STANDARD: of the key's last
+// change in the window): strictly increasing in commit order, but one per
+// change, not one per transaction. Triggers cannot tell transactions
+// apart: what a trigger program can observe — the tables of its schema
+// (its own transaction's uncommitted rows look exactly like committed
+// ones: SQLite has no row visibility a query can test), changes(),
+// total_changes(), last_insert_rowid() (per connection and statement),
+// 'now' (per statement) and random() — is the same when two transactions
+// T1, T2 run one after the other on a connection as when T1's and T2's
+// statements run as one transaction, and COMMIT fires no trigger; so no
+// trigger program can give T2 a different number in the first case and
+// the same number in the second.
 //
 // The commit timestamp is SQLite's 'now' of the statement that made the
 // change (millisecond precision, not microsecond), UTC.

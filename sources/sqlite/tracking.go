@@ -513,6 +513,13 @@ func enableTracking(ctx context.Context, tx *sqlitex.Tx, table string) error {
 	if isSluiceTable(name) {
 		return fmt.Errorf("cannot enable change tracking on %s: it is one of sluice's own tables", name)
 	}
+	var withoutRowid bool
+	if err := tx.QueryRowContext(ctx, `SELECT wr FROM pragma_table_list WHERE name = ? AND schema = 'main'`, name).Scan(&withoutRowid); err != nil {
+		return fmt.Errorf("enable change tracking on %s: %w", name, err)
+	}
+	if withoutRowid {
+		return fmt.Errorf("cannot enable change tracking on %s: %w: the table is WITHOUT ROWID (capture reads changed rows back by rowid); rebuild it as a rowid table", name, ErrUnsupported)
+	}
 	c, tracked, err := lookupTracking(ctx, tx, name)
 	if err != nil {
 		return err
