@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sluicedata/sluice/dsl"
 )
 
 // jobFileExts are the extensions of job files that Watch and JobFiles
@@ -50,6 +52,9 @@ func JobFiles(paths []string) ([]string, error) {
 			}
 			if d.IsDir() {
 				return nil
+			}
+			if dsl.IsTestFile(path) {
+				return nil // a job test (sluice test), not a job
 			}
 			ext := strings.ToLower(filepath.Ext(path))
 			for _, e := range jobFileExts {

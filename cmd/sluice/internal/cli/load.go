@@ -51,7 +51,7 @@ func jobPaths(args []string) (out []string, fromDir map[string]bool, err error) 
 		}
 		var files []string
 		for _, ent := range ents {
-			if !ent.IsDir() && isJobFile(ent.Name()) && !strings.HasPrefix(ent.Name(), ".") {
+			if !ent.IsDir() && isJobFile(ent.Name()) && !strings.HasPrefix(ent.Name(), ".") && !dsl.IsTestFile(ent.Name()) {
 				files = append(files, filepath.Join(a, ent.Name()))
 			}
 		}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicedata/sluice/jobtest"
+)
+
+// The verb test lives in cmd_testverb.go: cmd_test.go would be a Go test
+// file.
+func init() { register(newTestCmd) }
+
+func newTestCmd(e *env) *cobra.Command {
+	var conn string
+	c := &cobra.Command{
+		Use:   "test [flags] [PATH…]",
+		Short: "run the job tests (*.test.yaml) beside job files",
+		Long: "Run job tests: each *.test.yaml file beside a job gives the source rows before, the changes of\n" +
+			"one or more runs and the target rows expected (see docs/testing.md). Each case runs the job's own\n" +
+			"plan on a fresh in-memory SQLite database. A failing case prints a diff of the target by key\n" +
+			"(- expected, + got). PATH is a test file or a directory searched recursively (default: .).\n" +
+			"Exit code 1 if a case failed, 2 if a test file is malformed.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdTest(cmd.Context(), e, conn, args)
+		},
+	}
+	c.Flags().StringVar(&conn, "conn", "", "PostgreSQL `URL` (a scratch database) for test files that require postgres; without it they are skipped")
+	return c
+}
+
+func cmdTest(ctx context.Context, e *env, conn string, paths []string) error {
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	files, err := jobtest.Find(paths)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	t0 := time.Now()
+	var passed, failed, skipped, bad int
+	for _, path := range files {
+		f, err := jobtest.Load(path)
+		if err != nil {
+			fmt.Fprintln(e.stderr, err)
+			bad++
+			continue
+		}
+		for _, r := range jobtest.Run(ctx, f, jobtest.Options{Conn: conn, Log: e.log}) {
+			switch {
+			case r.Skipped != "":
+				skipped++
+				fmt.Fprintf(e.stdout, "SKIP %s: %s: %s\n", r.Pos, r.Case, r.Skipped)
+			case r.Passed():
+				passed++
+			default:
+				failed++
+				jobtest.Report(e.stdout, r)
+			}
+		}
+	}
+	summary := fmt.Sprintf("%d passed, %d failed, %d skipped in %d files (%s)", passed, failed, skipped, len(files), time.Since(t0).Round(time.Millisecond))
+	switch {
+	case bad > 0:
+		fmt.Fprintf(e.stderr, "%s; %d test files malformed\n", summary, bad)
+		return errInvalid
+	case failed > 0:
+		fmt.Fprintf(e.stdout, "FAIL %s\n", summary)
+		return errFailed
+	}
+	fmt.Fprintf(e.stdout, "ok %s\n", summary)
+	return nil
+}
