@@ -34,7 +34,11 @@
 // turns 503, sluice_job_stopped is 1 and no next fire is shown, until a
 // Reload restarts it.
 //
-// Every run is recorded in the History. A run the history database
+// Every run is recorded in the History, except a run that found nothing
+// pending (nothing read, the offset unchanged): it logs at debug, counts in
+// sluice_runs_total{result="empty"}, and only its time is kept, as the
+// job's last empty check (EmptyChecks, at most every EmptyNoteInterval).
+// A run the history database
 // refuses (it is down, or its connection was lost) is kept in memory and
 // retried, in order, until it is stored (sluice_history_unrecorded_runs
 // counts them); runs still unrecorded when the server stops are logged at

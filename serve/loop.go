@@ -58,6 +58,7 @@ type outcome struct {
 	moved   bool // committed and the offset or rows moved
 	stopped bool // the failure stopped the job (stopJob)
 	history bool // the run goes into the History (an empty poll does not)
+	empty   bool // the run found nothing pending (isEmpty)
 	err     error
 }
 
@@ -261,11 +262,15 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 	} else {
 		r.Error = err.Error()
 	}
-	// An empty poll of a continuous job (nothing read, offset unchanged)
-	// is not history: recording it would add a row per poll per job.
-	emptyPoll := e.sched.IsContinuous() && st0 == StatusCommitted && Rows(r.Read) == 0 && r.From.Equal(r.To)
-	s.metrics.observe(name, res, err, st0)
-	out := outcome{status: st0, err: err, run: r, history: !emptyPoll}
+	// A run that found nothing (nothing read, offset unchanged) is not
+	// history: a continuous job would add a row per poll (empty.go).
+	emptyPoll := isEmpty(r)
+	if emptyPoll {
+		s.metrics.observeEmpty(name, res)
+	} else {
+		s.metrics.observe(name, res, err, st0)
+	}
+	out := outcome{status: st0, err: err, run: r, history: !emptyPoll, empty: emptyPoll}
 	switch st0 {
 	case StatusCommitted:
 		out.moved = Rows(r.Read) > 0 || !r.From.Equal(r.To)

@@ -15,7 +15,7 @@ import (
 // Metrics are the Prometheus metrics of a Server, in their own registry
 // (never the global default one). Metric names:
 //
-//	sluice_runs_total{job,result}                       counter; result = committed|skipped|failed|cancelled
+//	sluice_runs_total{job,result}                       counter; result = committed|empty|skipped|failed|cancelled
 //	sluice_run_failures_total{job,kind}                 counter; kind = transient|permanent
 //	sluice_rows_total{job,stage,change_type}            counter; stage = read|written
 //	sluice_run_duration_seconds{job}                    histogram
@@ -56,7 +56,7 @@ func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_runs_total", Help: "Runs of a job by result (committed, skipped, failed, cancelled).",
+			Name: "sluice_runs_total", Help: "Runs of a job by result (committed, empty: committed with nothing pending, skipped, failed, cancelled).",
 		}, []string{"job", "result"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_run_failures_total", Help: "Failed runs of a job by kind (transient: retried; permanent: job stopped).",
@@ -116,6 +116,17 @@ func (m *Metrics) RunDone(r *runner.Result, err error) {
 		job = r.Job
 	}
 	m.observe(job, r, err, classify(err))
+}
+
+// observeEmpty records a committed run that found nothing pending:
+// sluice_runs_total{result="empty"}, its duration, and the time of the
+// last success.
+func (m *Metrics) observeEmpty(job string, r *runner.Result) {
+	m.runs.WithLabelValues(job, "empty").Inc()
+	if r != nil && !r.Start.IsZero() && !r.End.IsZero() {
+		m.duration.WithLabelValues(job).Observe(r.End.Sub(r.Start).Seconds())
+		m.lastSuccess.WithLabelValues(job).Set(float64(r.End.UnixNano()) / 1e9)
+	}
 }
 
 // observe records a run with a known outcome.

@@ -131,7 +131,8 @@ type Server struct {
 	runs       sync.WaitGroup
 	httpSrv    *http.Server
 	ln         net.Listener
-	rec        *historyWriter // nil without a History
+	rec        *historyWriter       // nil without a History
+	emptyNoted map[string]time.Time // per job, the last empty check stored (noteEmpty)
 }
 
 // entry is a loaded job definition and its scheduling loop.
@@ -512,6 +513,9 @@ func (s *Server) end(name string, st *state) {
 // record stores an attempt's run in the History (see historyWriter), unless it
 // is not history (an empty poll) or there is no History.
 func (s *Server) record(out outcome) {
+	if out.empty && out.run != nil && s.cfg.History != nil {
+		s.noteEmpty(out.run)
+	}
 	if s.rec == nil || out.run == nil || !out.history {
 		return
 	}

@@ -240,8 +240,9 @@ func testTwoServers(t *testing.T, storeA, storeB Store) {
 					break loop
 				}
 			}
+			// a run that consumed a change (an empty one is not history)
 			return &runner.Result{Job: job.Name, Start: start.UTC(), End: time.Now().UTC(),
-				From: cdc.SingleOffset("1"), To: cdc.SingleOffset("1")}, nil
+				From: cdc.SingleOffset("1"), To: cdc.SingleOffset("2"), Stats: runner.Stats{Read: map[cdc.Op]int64{cdc.OpInsert: 1}}}, nil
 		}
 	}
 	type outcome struct {

@@ -21,7 +21,8 @@ func newHistoryCmd(e *env) *cobra.Command {
 		Use:   "history [flags] [JOB]",
 		Short: "print the run history that sluice serve records",
 		Long: "Print the newest runs that sluice serve recorded in its state database, newest first: job,\n" +
-			"start, duration, status, changes read and written by change type, offsets, and the error.",
+			"start, duration, status, changes read and written by change type, offsets, and the error.\n" +
+			"Runs that found nothing pending are not recorded; the header gives each job's last such check.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdHistory(cmd.Context(), e, state, limit, args)
 		},
@@ -60,6 +61,9 @@ func cmdHistory(ctx context.Context, e *env, state string, limit int, rest []str
 	defer st.Close()
 	runs, err := st.List(ctx, job, limit)
 	if err != nil {
+		return err
+	}
+	if err := serve.WriteEmptyChecks(ctx, e.stdout, st, job); err != nil {
 		return err
 	}
 	cols := []cdc.Column{{Name: "job", Type: cdc.TypeString}, {Name: "start", Type: cdc.TypeTimestamp}, {Name: "seconds", Type: cdc.TypeString},
