@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
