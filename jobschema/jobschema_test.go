@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/sluicedata/sluice/dsl"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -95,7 +96,7 @@ func jobFiles(t *testing.T) []string {
 			if err != nil {
 				return nil // the directory may not exist yet
 			}
-			if ext := filepath.Ext(p); !d.IsDir() && (ext == ".yaml" || ext == ".yml") {
+			if ext := filepath.Ext(p); !d.IsDir() && (ext == ".yaml" || ext == ".yml") && !dsl.IsTestFile(p) {
 				out = append(out, p)
 			}
 			return nil
