@@ -33,6 +33,10 @@ func exampleJobs(t *testing.T) (jobs []string, notJobs map[string]string) {
 			default:
 				return nil
 			}
+			if dsl.IsTestFile(p) {
+				notJobs[p] = "a job test (sluice test), not a job"
+				return nil
+			}
 			src, err := os.ReadFile(p)
 			if err != nil {
 				return err
