@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/redact"
 	"github.com/sluicedata/sluice/plan"
 )
 
@@ -181,7 +182,7 @@ func (r *Runner) Resolve(conn string) (string, error) {
 	}
 	out, err := expandEnv(conn, lookup)
 	if err != nil {
-		return "", fmt.Errorf("connection %q: %w", Redact(conn), err)
+		return "", fmt.Errorf("connection %q: %w", redact.Conn(conn), err)
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/redact"
 	"github.com/sluicedata/sluice/runner"
 )
 
@@ -110,7 +111,7 @@ func OpenStore(ctx context.Context, url string, opt StoreOptions) (Store, error)
 	case "postgres", "postgresql":
 		return OpenPGStore(ctx, url, opt)
 	}
-	return nil, fmt.Errorf("%w: %s (want sqlite: or postgres://)", ErrUnknownHistory, runner.Redact(url))
+	return nil, fmt.Errorf("%w: %s (want sqlite: or postgres://)", ErrUnknownHistory, redact.Conn(url))
 }
 
 // opColumns are the per-change-type count columns of the history tables,

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sluicedata/sluice/runner"
+	"github.com/sluicedata/sluice/internal/redact"
 )
 
 // PGSchema is the PostgreSQL schema of sluice's own tables.
@@ -50,7 +50,7 @@ type PGStore struct {
 func OpenPGStore(ctx context.Context, url string, opt StoreOptions) (*PGStore, error) {
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
-		return nil, fmt.Errorf("open run history %s: %w", runner.Redact(url), err)
+		return nil, fmt.Errorf("open run history %s: %w", redact.Conn(url), redact.Error(err, url))
 	}
 	s, err := NewPGStore(ctx, pool, opt)
 	if err != nil {
@@ -323,7 +323,7 @@ func NewPGWaker(ctx context.Context, url, channel string, register func(context.
 	listen := func(ctx context.Context) (*pgx.Conn, error) {
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
-			return nil, err
+			return nil, redact.Error(err, url)
 		}
 		if register != nil {
 			if err := register(ctx, conn); err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicedata/sluice/internal/redact"
+
 	_ "modernc.org/sqlite" // registers driver "sqlite"
 )
 
@@ -46,24 +48,24 @@ type Location struct {
 func ParseURL(u string) (Location, error) {
 	rest, ok := cutScheme(u)
 	if !ok {
-		return Location{}, fmt.Errorf("%w %q: want sqlite:PATH", ErrBadURL, u)
+		return Location{}, fmt.Errorf("%w %q: want sqlite:PATH", ErrBadURL, redact.Conn(u))
 	}
 	rest = strings.TrimPrefix(rest, "//")
 	if rest == ":memory:" {
 		return Location{Path: ":memory:", Memory: true}, nil
 	}
 	if rest == "" {
-		return Location{}, fmt.Errorf("%w %q: missing file path", ErrBadURL, u)
+		return Location{}, fmt.Errorf("%w %q: missing file path", ErrBadURL, redact.Conn(u))
 	}
 	if strings.ContainsAny(rest, "?#") {
-		return Location{}, fmt.Errorf("%w %q: query parameters are not supported", ErrBadURL, u)
+		return Location{}, fmt.Errorf("%w %q: query parameters are not supported", ErrBadURL, redact.Conn(u))
 	}
 	if p, err := url.PathUnescape(rest); err == nil {
 		rest = p
 	}
 	abs, err := filepath.Abs(rest)
 	if err != nil {
-		return Location{}, fmt.Errorf("%w %q: %w", ErrBadURL, u, err)
+		return Location{}, fmt.Errorf("%w %q: %w", ErrBadURL, redact.Conn(u), err)
 	}
 	return Location{Path: abs}, nil
 }

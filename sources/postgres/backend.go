@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
+
+	"github.com/sluicedata/sluice/internal/redact"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/sluicedata/sluice/runner"
 	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
 )
@@ -54,10 +56,13 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	redacted := runner.Redact(url)
+	redacted := redact.Conn(url)
+	if hint := redact.Ambiguous(url); hint != "" {
+		return nil, fmt.Errorf("postgres: connection %s: %w: %s", redacted, ErrBadConn, hint)
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse connection %s: %w", redacted, hide(err, passwordOf(url)))
+		return nil, fmt.Errorf("postgres: parse connection %s: %w", redacted, redact.Error(err, url))
 	}
 	secret := cfg.ConnConfig.Password
 	// expr's PostgreSQL dialect assumes UTC for zone-less text.
@@ -78,11 +83,11 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 	}
 	b.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: connect %s: %w", redacted, hide(err, secret))
+		return nil, fmt.Errorf("postgres: connect %s: %w", redacted, hide(redact.Error(err, url), secret))
 	}
 	if err := b.pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&b.version); err != nil {
 		b.pool.Close()
-		return nil, fmt.Errorf("postgres: connect %s: %w", redacted, hide(err, secret))
+		return nil, fmt.Errorf("postgres: connect %s: %w", redacted, hide(redact.Error(err, url), secret))
 	}
 	if b.version < 130000 {
 		b.pool.Close()
@@ -91,25 +96,6 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 	b.sink = sinkpg.New(b.pool, b.version, log)
 	log.Debug("postgres backend open", "conn", redacted, "server_version_num", b.version)
 	return b, nil
-}
-
-// passwordOf extracts a password from a connection string that pgx could
-// not parse, so that it can still be scrubbed.
-func passwordOf(conn string) string {
-	r := runner.Redact(conn)
-	if r == conn {
-		return ""
-	}
-	// The redacted text differs where the password was; find it.
-	i := 0
-	for i < len(r) && i < len(conn) && r[i] == conn[i] {
-		i++
-	}
-	j := 0
-	for j < len(r)-i && j < len(conn)-i && r[len(r)-1-j] == conn[len(conn)-1-j] {
-		j++
-	}
-	return strings.TrimSpace(conn[i : len(conn)-j])
 }
 
 // Scheme returns "postgres".

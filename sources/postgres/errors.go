@@ -47,6 +47,9 @@ var (
 	// ErrKeyNotLogged is enabling change tracking again under a primary
 	// key that changes still in the change log have no value for.
 	ErrKeyNotLogged = errors.New("pending changes in the change log lack the new primary key")
+	// ErrBadConn is a connection URL sluice cannot read unambiguously (a
+	// password with a character that must be percent-encoded).
+	ErrBadConn = errors.New("unreadable connection URL")
 )
 
 // secretError hides a password that a driver error may contain.

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/expr"
+	"github.com/sluicedata/sluice/internal/redact"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/pos"
 	"github.com/sluicedata/sluice/runner"
@@ -238,7 +240,7 @@ func TestPasswordNeverShown(t *testing.T) {
 	} {
 		_, err := runner.Open(ctx, u, nil)
 		if err == nil {
-			t.Fatalf("%s: connected", runner.Redact(u))
+			t.Fatalf("%s: connected", redact.Conn(u))
 		}
 		if strings.Contains(err.Error(), "s3cretPW") {
 			t.Errorf("password in error: %v", err)
@@ -248,7 +250,7 @@ func TestPasswordNeverShown(t *testing.T) {
 	if strings.Contains(b.Identity(), "@") || !strings.HasPrefix(b.Identity(), "127.0.0.1:") {
 		t.Errorf("identity: %s", b.Identity())
 	}
-	if b.Redacted() != runner.Redact(u) {
+	if b.Redacted() != redact.Conn(u) {
 		t.Errorf("redacted: %s", b.Redacted())
 	}
 	// key=value DSN via the registry.

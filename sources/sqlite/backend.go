@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/sluicedata/sluice/expr"
+	"github.com/sluicedata/sluice/internal/redact"
 	"github.com/sluicedata/sluice/internal/sqlitex"
 	"github.com/sluicedata/sluice/runner"
 	sinksqlite "github.com/sluicedata/sluice/sinks/sqlite"
@@ -96,7 +97,7 @@ func (b *Backend) Scheme() string { return "sqlite" }
 func (b *Backend) Identity() string { return b.identity }
 
 // Redacted implements runner.Backend (a sqlite URL holds no password).
-func (b *Backend) Redacted() string { return runner.Redact(b.url) }
+func (b *Backend) Redacted() string { return redact.Conn(b.url) }
 
 // Close implements runner.Backend.
 func (b *Backend) Close() error { return b.db.Close() }

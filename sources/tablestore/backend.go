@@ -15,6 +15,7 @@ import (
 
 	"github.com/aliyun/aliyun-tablestore-go-sdk/tablestore"
 
+	"github.com/sluicedata/sluice/internal/redact"
 	"github.com/sluicedata/sluice/runner"
 )
 
@@ -114,7 +115,7 @@ type Endpoint struct {
 func ParseURL(raw string) (Endpoint, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("%w %q: %v", ErrBadURL, runner.Redact(raw), err)
+		return Endpoint{}, fmt.Errorf("%w %q: %w", ErrBadURL, redact.Conn(raw), redact.Error(err, raw))
 	}
 	bad := func(why string) (Endpoint, error) {
 		return Endpoint{}, fmt.Errorf("%w %q: %s", ErrBadURL, redactURL(u), why)
@@ -159,9 +160,7 @@ func ParseURL(raw string) (Endpoint, error) {
 }
 
 func redactURL(u *url.URL) string {
-	c := *u
-	c.User = nil
-	return c.String()
+	return redact.Conn(u.String())
 }
 
 // Source is an open Tablestore endpoint used as a table-stream source. It

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sluicedata/sluice/internal/redact"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedata/sluice/cdc"
@@ -39,7 +41,7 @@ func openStore(ctx context.Context, e *env, r *runner.Runner, state string) (ser
 	}
 	st, err := serve.OpenStore(ctx, url, serve.StoreOptions{Log: e.log})
 	if err != nil {
-		return nil, fmt.Errorf("state database %s: %w", runner.Redact(url), err)
+		return nil, fmt.Errorf("state database %s: %w", redact.Conn(url), redact.Error(err, url))
 	}
 	return st, nil
 }

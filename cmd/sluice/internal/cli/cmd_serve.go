@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedata/sluice/internal/redact"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/serve"
@@ -66,7 +67,7 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 	}
 	store, err := serve.OpenStore(ctx, stateURL, serve.StoreOptions{Log: log})
 	if err != nil {
-		return fmt.Errorf("state database %s: %w", runner.Redact(stateURL), err)
+		return fmt.Errorf("state database %s: %w", redact.Conn(stateURL), redact.Error(err, stateURL))
 	}
 	defer store.Close()
 	srv, err := serve.New(serve.Config{
