@@ -182,7 +182,7 @@ func (r *Runner) Resolve(conn string) (string, error) {
 	}
 	out, err := expandEnv(conn, lookup)
 	if err != nil {
-		return "", fmt.Errorf("connection %q: %w", redact.Conn(conn), err)
+		return "", fmt.Errorf("connection %q: %w", redact.Conn(conn), redact.Error(err, conn))
 	}
 	return out, nil
 }

@@ -496,9 +496,10 @@ func unquoteDSN(v string) string {
 
 // Ambiguous reports whether conn is a URL whose user info a driver's URL
 // parser (net/url, which pgx uses) reads differently from the user info
-// running to the last '@': a password holding '#', '/', '?' or a space
-// written without percent-encoding. Such a string would have a driver try
-// to resolve part of the password as a host name; callers refuse it with
+// running to the last '@': a password holding '#', '/', '?', '@', '%' or a
+// space written without percent-encoding. Such a string would have a driver try
+// to resolve part of the password as a host name (pgx reads a raw '@' in
+// the password as the end of the user info); callers refuse it with
 // the hint of the returned text ("" when not ambiguous).
 func Ambiguous(conn string) string {
 	c := strings.TrimSpace(conn)
@@ -517,7 +518,7 @@ func Ambiguous(conn string) string {
 	if err == nil && u.User != nil {
 		got, _ := u.User.Password()
 		want, derr := url.PathUnescape(pass)
-		if derr == nil && got == want && u.User.String() != "" && !strings.ContainsAny(info, "/?# ") {
+		if derr == nil && got == want && u.User.String() != "" && !strings.ContainsAny(info, "/?#@ ") {
 			return ""
 		}
 	}

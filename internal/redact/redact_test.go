@@ -104,7 +104,7 @@ func TestAmbiguous(t *testing.T) {
 	}{
 		{"postgres://app:plain@host/db", false},
 		{"postgres://app:a%23b@host/db", false},
-		{"postgres://app:a@b@host/db", false},
+		{"postgres://app:a@b@host/db", true},
 		{"postgres://app:a#b@host/db", true},
 		{"postgres://app:12/x@host/db", true},
 		{"postgres://app:a b@host/db", true},
