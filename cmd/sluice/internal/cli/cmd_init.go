@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/sluicedata/sluice/internal/redact"
+
 	"github.com/spf13/cobra"
 
-	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/scaffold"
 )
 
@@ -43,7 +44,7 @@ func cmdInit(e *env, dir, conn string) error {
 	if err != nil {
 		return err
 	}
-	shown := runner.Redact(conn)
+	shown := redact.Conn(conn)
 	written, err := scaffold.Write(dir, scaffold.Options{Name: filepath.Base(abs), Conn: shown})
 	if errors.Is(err, scaffold.ErrExists) {
 		return configError{err}
