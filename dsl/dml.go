@@ -33,6 +33,9 @@ func (p *parser) dml(base Base, sp span) Statement {
 	if kind == "INSERT" && p.peekAt(1).isKw("INTO") && p.peekAt(2).isKw("TABLE") {
 		p.fail(p.peekAt(2), ErrNotSupported, "write INSERT INTO t, not INSERT INTO TABLE t")
 	}
+	if t, msg, ok := checkStatementShape(p.toks); !ok {
+		p.fail(t, ErrTooLarge, "%s", msg)
+	}
 	text, mapOff := backquoteUnicode(p.src.text, p.toks, sp.off)
 	ast, err := parseDML(text)
 	if err != nil {

@@ -32,6 +32,11 @@ var (
 	ErrNoConsuming = fmt.Errorf("no %w", ErrConsuming)
 	// ErrMissingEnv: ExpandEnv found a ${VAR} that is not set.
 	ErrMissingEnv = errors.New("missing environment variable")
+	// ErrTooLarge: a job file, statement or YAML structure beyond a limit
+	// of limits.go (size, nesting, operators).
+	ErrTooLarge = errors.New("too large")
+	// ErrBadEncoding: a job file that is not valid UTF-8.
+	ErrBadEncoding = errors.New("invalid UTF-8")
 )
 
 // errAt returns a *pos.Error at p whose message is the formatted text and

@@ -34,6 +34,19 @@ func ParseJob(file string, src []byte) (*plan.Job, error) {
 // extension). Checks that need the job — schedules, expression syntax —
 // can then report their errors together with the file's.
 func ParseJobPartial(file string, src []byte) (*plan.Job, error) {
+	return ParseJobPartialMax(file, src, DefaultMaxFileSize)
+}
+
+// ParseJobPartialMax is ParseJobPartial with another size limit: a file
+// longer than maxSize bytes (negative: no limit) is refused with an error
+// wrapping ErrTooLarge. (Every parse also refuses invalid UTF-8, wrapping
+// ErrBadEncoding at each offending byte's position, and YAML flow
+// collections nested deeper than MaxYAMLNesting, wrapping ErrTooLarge.)
+func ParseJobPartialMax(file string, src []byte, maxSize int) (*plan.Job, error) {
+	if maxSize >= 0 && len(src) > maxSize {
+		return nil, pos.List{errAt(pos.Pos{File: file, Line: 1, Col: 1}, ErrTooLarge,
+			"job file is %s, larger than the limit of %s (raise it with --max-job-size)", byteSize(len(src)), byteSize(maxSize))}.Err()
+	}
 	switch strings.ToLower(filepath.Ext(file)) {
 	case ".yaml", ".yml":
 		return parseYAML(file, src)

@@ -40,6 +40,9 @@ func ParseSQL(file string, src []byte) (*plan.Job, error) {
 func parseSQL(file string, src []byte) (*plan.Job, error) {
 	text := string(src)
 	s := newSource(file, text)
+	if errs := checkText(s); len(errs) > 0 {
+		return nil, errs.Err()
+	}
 	all := lex(text, 0, len(text))
 	job := &plan.Job{File: file, Pos: s.pos(0), Format: "sql"}
 	var errs pos.List

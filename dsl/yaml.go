@@ -43,6 +43,12 @@ func parseYAML(file string, src []byte) (job *plan.Job, err error) {
 			job, err = nil, pos.List{errAt(pos.Pos{File: file, Line: 1, Col: 1}, ErrSyntax, "YAML parser failure: %v", r)}.Err()
 		}
 	}()
+	if errs := checkText(y.src); len(errs) > 0 {
+		return nil, errs.Err()
+	}
+	if err := checkYAMLNesting(y.src); err != nil {
+		return nil, pos.List{err}.Err()
+	}
 	f, perr := yamlparser.ParseBytes(src, 0)
 	if perr != nil {
 		return nil, pos.List{y.syntaxError(perr)}.Err()

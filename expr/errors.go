@@ -26,4 +26,9 @@ var (
 	// ErrEval: a run-time evaluation error (decimal overflow, a CAST of a
 	// value that does not convert, integer overflow).
 	ErrEval = errors.New("evaluation error")
+	// ErrTooDeep: an expression nested deeper than MaxDepth parentheses.
+	ErrTooDeep = errors.New("expression too deeply nested")
+	// ErrTooLarge: an expression with more than MaxOperators operators or
+	// MaxTokens tokens.
+	ErrTooLarge = errors.New("expression too large")
 )

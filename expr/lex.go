@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -45,6 +46,9 @@ func scan(text string) ([]token, *lexError) {
 	var toks []token
 	i := 0
 	for i < len(text) {
+		if len(toks) == MaxTokens {
+			return nil, &lexError{i, fmt.Sprintf("expression too large: more than %d tokens (limit %d)", MaxTokens, MaxTokens), ErrTooLarge}
+		}
 		c := text[i]
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':

@@ -230,6 +230,9 @@ func parseItem(text string, p pos.Pos, allowAlias bool) (*Expr, string, int, err
 	if toks[0].kind == tkEOF {
 		return nil, "", 0, e.errAt(0, ErrSyntax, "empty expression")
 	}
+	if err := e.checkShape(toks); err != nil {
+		return nil, "", 0, err
+	}
 	pr, err := prepass(text, p, toks, allowAlias)
 	if err != nil {
 		return nil, "", 0, err
