@@ -78,10 +78,38 @@ func checkSQLExprs(t *testing.T, src string, job *plan.Job) {
 	}
 }
 
+// hostileSeeds are inputs of the shapes that once killed the process:
+// deep nesting, long operator chains, invalid UTF-8, in a YAML job, a SQL
+// job and a script.
+func hostileSeeds(yaml bool) [][]byte {
+	chain := strings.Repeat("id = 1 OR ", 3000) + "id = 2"
+	deep := strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300)
+	if yaml {
+		return [][]byte{
+			[]byte("name: j\nsource: s\nsink: {table: t}\nfilter: \"" + chain + "\"\n"),
+			[]byte("name: j\nsource: s\nsink: {table: t}\nfilter: \"" + deep + "\"\n"),
+			[]byte("name: j\nx: " + strings.Repeat("[", 200) + strings.Repeat("]", 200) + "\n"),
+			[]byte("name: j\nx: " + strings.Repeat("{a: ", 200) + "1" + strings.Repeat("}", 200) + "\n"),
+			[]byte("name: j\nsource: s\nsink: {table: t\xffutf}\n"),
+			[]byte("name: j\nsource: s\nsink: {table: t}\nfilter: \"v = 'a\xc3'\"\n"),
+		}
+	}
+	return [][]byte{
+		[]byte("-- name: j\nINSERT INTO t SELECT * FROM s WHERE " + chain),
+		[]byte("-- name: j\nINSERT INTO t SELECT * FROM s WHERE " + deep + " = 1"),
+		[]byte("DELETE FROM x WHERE " + chain + ";\nINSERT INTO t SELECT * FROM s"),
+		[]byte("SELECT " + deep + ";\nINSERT INTO t SELECT * FROM s"),
+		[]byte("-- name: j\xff\nINSERT INTO t\xfe SELECT * FROM s WHERE v = 'a\xc3'"),
+	}
+}
+
 func FuzzParseYAML(f *testing.F) {
 	addSeeds(f, ".yaml", ".yml")
+	for _, s := range hostileSeeds(true) {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		job, err := ParseYAML("f.yaml", src)
+		job, err := ParseJob("f.yaml", src)
 		if err != nil {
 			checkErr(t, "f.yaml", err)
 			return
@@ -97,8 +125,11 @@ func FuzzParseYAML(f *testing.F) {
 
 func FuzzParseSQL(f *testing.F) {
 	addSeeds(f, ".sql")
+	for _, s := range hostileSeeds(false) {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		job, err := ParseSQL("f.sql", src)
+		job, err := ParseJob("f.sql", src)
 		if err != nil {
 			checkErr(t, "f.sql", err)
 			return
@@ -115,6 +146,9 @@ func FuzzParseSQL(f *testing.F) {
 
 func FuzzParseStatements(f *testing.F) {
 	addSeeds(f, ".sql")
+	for _, s := range hostileSeeds(false) {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		sts, err := ParseStatements("f.sql", string(src))
 		if err != nil {

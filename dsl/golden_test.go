@@ -51,7 +51,7 @@ func renderErr(t *testing.T, err error) string {
 	return err.Error() + "\n"
 }
 
-var sentinels = []error{ErrSyntax, ErrUnknownKey, ErrMissingKey, ErrDuplicate, ErrBadValue, ErrNotSupported, ErrConsuming, ErrMissingEnv}
+var sentinels = []error{ErrSyntax, ErrUnknownKey, ErrMissingKey, ErrDuplicate, ErrBadValue, ErrNotSupported, ErrConsuming, ErrMissingEnv, ErrTooLarge, ErrBadEncoding}
 
 func wrapsSentinel(err error) bool {
 	for _, s := range sentinels {

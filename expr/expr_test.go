@@ -319,6 +319,13 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("CAST(CAST(a AS INT) AS DECIMAL(10,2)) || `x` AS y")
 	f.Add("a\n|| b -- c")
+	// Hostile shapes: deep nesting, long chains, invalid UTF-8.
+	f.Add(strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300))
+	f.Add(strings.Repeat("abs(", 150) + "id" + strings.Repeat(")", 150))
+	f.Add(strings.Repeat("id = 1 OR ", 6000) + "id = 2")
+	f.Add(strings.Repeat("NOT ", 3000) + "flag")
+	f.Add(strings.Repeat("- ", 3000) + "1")
+	f.Add("name = 'a\xc3' OR `b\xff` = 1")
 	scope := Scope{{Schema: testSchema}}
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, item := range []bool{false, true} {
