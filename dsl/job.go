@@ -43,9 +43,8 @@ func ParseJobPartial(file string, src []byte) (*plan.Job, error) {
 // ErrBadEncoding at each offending byte's position, and YAML flow
 // collections nested deeper than MaxYAMLNesting, wrapping ErrTooLarge.)
 func ParseJobPartialMax(file string, src []byte, maxSize int) (*plan.Job, error) {
-	if maxSize >= 0 && len(src) > maxSize {
-		return nil, pos.List{errAt(pos.Pos{File: file, Line: 1, Col: 1}, ErrTooLarge,
-			"job file is %s, larger than the limit of %s (raise it with --max-job-size)", byteSize(len(src)), byteSize(maxSize))}.Err()
+	if err := CheckFileSize(file, int64(len(src)), maxSize); err != nil {
+		return nil, err
 	}
 	switch strings.ToLower(filepath.Ext(file)) {
 	case ".yaml", ".yml":

@@ -49,8 +49,20 @@ func checkText(s *source) pos.List {
 	return errs
 }
 
+// CheckFileSize returns an error (a pos.List wrapping ErrTooLarge, at
+// file:1:1) when a job file of size bytes exceeds maxSize (negative: no
+// limit), else nil. Callers reading files check the size first, so that a
+// huge file is never read.
+func CheckFileSize(file string, size int64, maxSize int) error {
+	if maxSize < 0 || size <= int64(maxSize) {
+		return nil
+	}
+	return pos.List{errAt(pos.Pos{File: file, Line: 1, Col: 1}, ErrTooLarge,
+		"job file is %s, larger than the limit of %s (raise it with --max-job-size)", byteSize(size), byteSize(int64(maxSize)))}.Err()
+}
+
 // byteSize renders n bytes as "1 MiB", "1.5 MiB", "700 KiB" or "12 bytes".
-func byteSize(n int) string {
+func byteSize(n int64) string {
 	switch {
 	case n >= 1<<20:
 		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", float64(n)/(1<<20)), "0"), ".") + " MiB"

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
 
 	// Backends register themselves by connection scheme.
@@ -45,6 +46,7 @@ type env struct {
 	lookup         func(string) (string, bool)
 
 	logFormat, logLevel string // global flags
+	maxJobSize          int    // global flag --max-job-size
 }
 
 // verbFunc builds one verb's command for one call of Main: commands hold
@@ -161,6 +163,7 @@ func newRoot(e *env) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.logFormat, "log-format", "text", "log `FORMAT`: text or json")
 	pf.StringVar(&e.logLevel, "log-level", "", "log `LEVEL`: debug, info, warn or error (default: $SLUICE_LOG, else warn; info for serve)")
+	pf.IntVar(&e.maxJobSize, "max-job-size", dsl.DefaultMaxFileSize, "refuse job files larger than `BYTES`")
 	for _, f := range verbs {
 		root.AddCommand(f(e))
 	}

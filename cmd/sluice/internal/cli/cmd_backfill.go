@@ -61,7 +61,7 @@ func cmdBackfill(ctx context.Context, e *env, f backfillFlags, paths []string) e
 	if f.chunk <= 0 {
 		return usageErr("--chunk must be at least 1")
 	}
-	files, err := loadJobs(paths)
+	files, err := loadJobs(paths, e.maxJobSize)
 	if err != nil {
 		return err
 	}

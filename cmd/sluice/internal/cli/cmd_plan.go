@@ -32,7 +32,7 @@ func cmdPlan(ctx context.Context, e *env, conn string, paths []string) error {
 	if len(paths) == 0 {
 		return usageErr("name a job file")
 	}
-	files, err := loadJobs(paths)
+	files, err := loadJobs(paths, e.maxJobSize)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func cmdRun(ctx context.Context, e *env, conn string, batch int, paths []string)
 	if len(paths) == 0 {
 		return usageErr("name at least one job file or directory")
 	}
-	files, err := loadJobs(paths)
+	files, err := loadJobs(paths, e.maxJobSize)
 	if err != nil {
 		return err
 	}

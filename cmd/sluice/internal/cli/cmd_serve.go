@@ -85,7 +85,7 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 		return err
 	}
 	reload := func(runCtx context.Context) {
-		defs := loadDefs(runCtx, r, paths)
+		defs := loadDefs(runCtx, r, paths, e.maxJobSize)
 		if err := srv.Reload(defs); err != nil {
 			log.Error("reload kept the previous definition of broken files", "err", err)
 		}
@@ -123,8 +123,8 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 
 // loadDefs parses every job file and runs SQL jobs' setup statements once
 // (not on every fire). A file that fails either keeps its old job.
-func loadDefs(ctx context.Context, r *runner.Runner, paths []string) []serve.Def {
-	loaded, err := loadJobs(paths)
+func loadDefs(ctx context.Context, r *runner.Runner, paths []string, maxSize int) []serve.Def {
+	loaded, err := loadJobs(paths, maxSize)
 	if err != nil {
 		return []serve.Def{{File: fmt.Sprint(paths), Err: err}}
 	}

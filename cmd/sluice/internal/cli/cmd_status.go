@@ -36,7 +36,7 @@ func cmdStatus(ctx context.Context, e *env, conn, state string, paths []string) 
 	if len(paths) == 0 {
 		return usageErr("name a directory or job files")
 	}
-	files, err := loadJobs(paths)
+	files, err := loadJobs(paths, e.maxJobSize)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func cmdValidate(e *env, explain bool, paths []string) error {
 	if len(paths) == 0 {
 		return usageErr("name job files or directories")
 	}
-	files, err := loadJobs(paths)
+	files, err := loadJobs(paths, e.maxJobSize)
 	if err != nil {
 		return err
 	}

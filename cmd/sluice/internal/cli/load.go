@@ -82,21 +82,23 @@ func isScript(err error) bool {
 	return true
 }
 
-// loadJobs reads and parses every job file named by args. In a directory,
-// SQL scripts without a consuming statement (setup scripts) are skipped.
-func loadJobs(args []string) ([]jobFile, error) {
+// loadJobs reads and parses every job file named by args; a file larger
+// than maxSize bytes is an error of that file (read no further). In a
+// directory, SQL scripts without a consuming statement (setup scripts) are
+// skipped.
+func loadJobs(args []string, maxSize int) ([]jobFile, error) {
 	paths, fromDir, err := jobPaths(args)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]jobFile, 0, len(paths))
 	for _, p := range paths {
-		src, err := os.ReadFile(p)
+		src, err := readJobFile(p, maxSize)
 		if err != nil {
 			out = append(out, jobFile{path: p, err: err})
 			continue
 		}
-		job, err := dsl.ParseJobPartial(p, src)
+		job, err := dsl.ParseJobPartialMax(p, src, maxSize)
 		if err != nil && fromDir[p] && isScript(err) {
 			continue
 		}
@@ -107,4 +109,17 @@ func loadJobs(args []string) ([]jobFile, error) {
 		out = append(out, jobFile{path: p, job: job})
 	}
 	return out, nil
+}
+
+// readJobFile reads the job file at path unless it is larger than maxSize
+// bytes (dsl.CheckFileSize), in which case it is not read at all.
+func readJobFile(path string, maxSize int) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := dsl.CheckFileSize(path, st.Size(), maxSize); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
 }

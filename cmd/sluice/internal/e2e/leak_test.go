@@ -1,4 +1,4 @@
-package leaktest
+package e2e
 
 import (
 	"bytes"
