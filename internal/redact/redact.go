@@ -14,8 +14,10 @@
 // holding '#', '/', '?', '@', '%', a space or quotes is masked whole); the
 // value of every secret-looking parameter (IsSecretKey) in a URL query or a
 // DSN; any text sluice cannot split unambiguously. Other parameters stay
-// readable. A string that is not a connection string sluice can read shows
-// its scheme and host when they can be found, nothing else.
+// readable. A URL that net/url reads differently (an unencoded '#', '/',
+// '?' or '@' in its password) shows its scheme only; a string that is not
+// a connection string sluice can read shows its scheme and host when they
+// can be found, nothing else.
 package redact
 
 import (
@@ -171,8 +173,12 @@ var userRE = regexp.MustCompile(`^[A-Za-z0-9._~%\-+!$&'()*;=]*$`)
 // splitURL reads rest (after "SCHEME://") two ways: with the user info
 // running to the last '@' of the string (a password holding any character)
 // and as net/url reads it (the authority ends at the first '/', '?' or
-// '#'). Every secret of either reading is a secret; the rendering shown is
-// one that holds no secret of the other reading, else only the scheme.
+// '#'). When both agree the rendering keeps user, host, path and the
+// parameters that are not secret. When they disagree the string is
+// ambiguous — an unencoded '@', '/', '?' or '#' in a password, or an '@'
+// in a parameter — and only the scheme is shown: every secret of either
+// reading stays a secret, and no text is shown that one reading takes for
+// a password.
 func splitURL(scheme, rest string) parts {
 	authority := rest
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
@@ -184,29 +190,7 @@ func splitURL(scheme, rest string) parts {
 		return a
 	}
 	b := splitURLAt(scheme, rest, bAt)
-	if _, err := url.Parse(scheme + "://" + rest); err == nil {
-		// net/url reads it: prefer its reading.
-		a, b = b, a
-	}
-	p := parts{secrets: append(a.secrets, b.secrets...)}
-	switch {
-	case !containsAny(a.shown, b.secrets):
-		p.shown = a.shown
-	case !containsAny(b.shown, a.secrets):
-		p.shown = b.shown
-	default:
-		p.shown = scheme + "://" + Mask
-	}
-	return p
-}
-
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if sub != "" && strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
+	return parts{shown: scheme + "://" + Mask, secrets: append(append(a.secrets, b.secrets...), rest)}
 }
 
 // splitURLAt renders rest with the user info ending at index at (-1: none).
