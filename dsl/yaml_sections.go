@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
 )
@@ -15,7 +16,9 @@ func (y *yamlJob) source(job *plan.Job, pr pair) {
 	if _, isMap := pr.value.(*ast.MappingNode); !isMap {
 		if _, isMV := pr.value.(*ast.MappingValueNode); !isMV {
 			if s, ok := y.str(pr, "source"); ok {
-				job.Source.Stream, job.Source.Pos = strings.TrimSpace(s), pr.valPos
+				if n, ok := y.name(s, pr); ok {
+					job.Source.Stream, job.Source.Pos = n, pr.valPos
+				}
 			}
 			return
 		}
@@ -27,7 +30,9 @@ func (y *yamlJob) source(job *plan.Job, pr pair) {
 		case "stream":
 			seen = true
 			if s, ok := y.str(sp, "source stream"); ok {
-				job.Source.Stream, job.Source.Pos = strings.TrimSpace(s), sp.valPos
+				if n, ok := y.name(s, sp); ok {
+					job.Source.Stream, job.Source.Pos = n, sp.valPos
+				}
 			}
 		case "columns":
 			cols, ok := y.mapping(sp.value, "source columns", sp.valPos)
@@ -104,7 +109,9 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 		switch sp.key {
 		case "table":
 			if v, ok := y.str(sp, "sink table"); ok {
-				s.Table, s.TablePos = strings.TrimSpace(v), sp.valPos
+				if n, ok := y.name(v, sp); ok {
+					s.Table, s.TablePos = n, sp.valPos
+				}
 			}
 		case "stdout":
 			b, ok := sp.value.(*ast.BoolNode)
@@ -202,7 +209,11 @@ func (y *yamlJob) keys(sp pair) []string {
 			y.add(sp.valPos, ErrBadValue, "keys is empty")
 			return nil
 		}
-		return []string{strings.TrimSpace(s)}
+		n, ok := y.name(s, sp)
+		if !ok {
+			return nil
+		}
+		return []string{n}
 	}
 	seq, ok := sp.value.(*ast.SequenceNode)
 	if !ok || len(seq.Values) == 0 {
@@ -218,7 +229,10 @@ func (y *yamlJob) keys(sp pair) []string {
 			y.add(y.nodePos(v), ErrBadValue, "a key must be a column name, found %s", kindName(n))
 			continue
 		}
-		s = strings.TrimSpace(s)
+		s, ok = y.name(s, pair{valPos: y.nodePos(v)})
+		if !ok {
+			continue
+		}
 		if seen[strings.ToLower(s)] {
 			y.add(y.nodePos(v), ErrDuplicate, "key column %q is listed twice", s)
 			continue

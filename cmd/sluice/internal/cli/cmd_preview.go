@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/sluicedata/sluice/dsl"
 
 	"github.com/spf13/cobra"
 
@@ -61,7 +62,11 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 	if !ok {
 		return fmt.Errorf("%w: %s", runner.ErrNotSource, b.Scheme())
 	}
-	info, err := src.Stream(ctx, plan.Source{Stream: unquoteName(rest[0])})
+	name, err := dsl.UnquoteName(rest[0])
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	info, err := src.Stream(ctx, plan.Source{Stream: name})
 	if err != nil {
 		return err
 	}
@@ -105,14 +110,4 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 		fmt.Fprintf(e.stdout, "(%d pending changes; offset %s; nothing consumed)\n", len(rows), info.Offset)
 	}
 	return nil
-}
-
-// unquoteName takes a stream name as written on the command line: bare
-// (orders_stream) or backquoted as in sluice's dialect (`group`, with “
-// for a backquote inside).
-func unquoteName(s string) string {
-	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' {
-		return strings.ReplaceAll(s[1:len(s)-1], "``", "`")
-	}
-	return s
 }
