@@ -13,13 +13,14 @@ import (
 // in order on conn ("" = the default connection). each, when not nil, is
 // called with every statement's result set (nil for statements that return
 // no rows). The first failing statement stops the script; its error carries
-// the statement's position.
+// the statement's position. A missing SQLite database is created (the
+// one place sluice creates a database that is not a sink: `sluice sql`).
 func (r *Runner) ExecScript(ctx context.Context, conn, name, text string, each func(dsl.Statement, *ResultSet) error) error {
 	stmts, err := dsl.ParseStatements(name, text)
 	if err != nil {
 		return err
 	}
-	b, err := r.Backend(ctx, conn)
+	b, err := r.Backend(WithCreate(ctx, CreateAll), conn)
 	if err != nil {
 		return err
 	}

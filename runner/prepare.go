@@ -205,7 +205,7 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 	} else if conn == "" {
 		conn = job.Conn
 	}
-	b, err := r.JobBackend(ctx, job, conn)
+	b, err := r.sinkBackend(ctx, job, conn)
 	if err != nil {
 		return pos.Errorf(job.Sink.ConnPos, "%w", err)
 	}

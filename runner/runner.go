@@ -89,19 +89,48 @@ func (r *Runner) batchSize() int {
 
 // Backend returns the open backend for conn (after ${ENV} expansion),
 // opening it on first use. conn "" means the Runner's default connection.
+// A missing SQLite database is created only under WithCreate(ctx,
+// CreateAll); otherwise it is an error naming its path.
 func (r *Runner) Backend(ctx context.Context, conn string) (Backend, error) {
 	url, err := r.Resolve(conn)
 	if err != nil {
 		return nil, err
 	}
-	return r.open(ctx, url)
+	return r.open(ctx, url, sourceMode(ctx))
+}
+
+// sourceMode is how a missing source database is opened under ctx.
+func sourceMode(ctx context.Context) openMode {
+	if createPolicy(ctx) >= CreateAll {
+		return openCreate
+	}
+	return openMustExist
 }
 
 // JobBackend is Backend for a connection written in a job file: a relative
 // SQLite path in it is relative to the job file's directory, so a job runs
 // the same from any working directory. conn "" is the default connection
 // (relative to the working directory, as Backend).
+// A missing SQLite database is created only under WithCreate(ctx,
+// CreateAll); otherwise it is an error naming its path (see
+// sinkBackend for a job's sink).
 func (r *Runner) JobBackend(ctx context.Context, job *plan.Job, conn string) (Backend, error) {
+	return r.jobBackend(ctx, job, conn, sourceMode(ctx))
+}
+
+// sinkBackend is JobBackend for a job's sink: a missing SQLite database
+// is created (the default policy, CreateSinks, and CreateAll), or under
+// CreateNone stood in for by an empty in-memory one (plan shows what the
+// run would do to a new database).
+func (r *Runner) sinkBackend(ctx context.Context, job *plan.Job, conn string) (Backend, error) {
+	m := openCreate
+	if createPolicy(ctx) == CreateNone {
+		m = openStandIn
+	}
+	return r.jobBackend(ctx, job, conn, m)
+}
+
+func (r *Runner) jobBackend(ctx context.Context, job *plan.Job, conn string, m openMode) (Backend, error) {
 	url, err := r.Resolve(conn)
 	if err != nil {
 		return nil, err
@@ -109,7 +138,7 @@ func (r *Runner) JobBackend(ctx context.Context, job *plan.Job, conn string) (Ba
 	if conn != "" && job.File != "" {
 		url = relativeSQLite(url, filepath.Dir(job.File))
 	}
-	return r.open(ctx, url)
+	return r.open(ctx, url, m)
 }
 
 // relativeSQLite joins a relative sqlite:PATH (or sqlite://PATH) to dir.
@@ -129,12 +158,13 @@ func relativeSQLite(url, dir string) string {
 
 // open returns the cached backend of a resolved URL, opening it on first
 // use.
-func (r *Runner) open(ctx context.Context, url string) (Backend, error) {
+func (r *Runner) open(ctx context.Context, url string, m openMode) (Backend, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b, ok := r.backends[url]; ok {
 		return b, nil
 	}
+	ctx = withOpenMode(ctx, m)
 	b, err := Open(ctx, url, r.log())
 	if err != nil {
 		return nil, err

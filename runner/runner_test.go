@@ -41,7 +41,7 @@ func (e *env) conn(name string) string { return "sqlite:" + filepath.Join(e.dir,
 // result set's rows rendered as text.
 func (e *env) sql(conn, text string) [][]string {
 	e.t.Helper()
-	b, err := e.r.Backend(context.Background(), conn)
+	b, err := e.r.Backend(runner.WithCreate(context.Background(), runner.CreateAll), conn) // as sluice sql
 	if err != nil {
 		e.t.Fatal(err)
 	}

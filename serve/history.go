@@ -96,6 +96,10 @@ type StoreOptions struct {
 	Clock Clock
 	// Log receives lock and history warnings; nil discards them.
 	Log *slog.Logger
+	// MustExist makes opening a SQLite store whose file does not exist an
+	// error (wrapping sqlitex.ErrNoDatabase) instead of creating it: for
+	// readers (status, history).
+	MustExist bool
 }
 
 // OpenStore opens the run history and job locks in the database of a

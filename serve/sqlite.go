@@ -51,6 +51,11 @@ func OpenSQLiteStore(ctx context.Context, url string, opt StoreOptions) (*SQLite
 	if err != nil {
 		return nil, err
 	}
+	if opt.MustExist {
+		if err := loc.MustExist(); err != nil {
+			return nil, err
+		}
+	}
 	db, err := sqlitex.Open(ctx, loc)
 	if err != nil {
 		return nil, err

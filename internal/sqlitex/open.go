@@ -21,6 +21,10 @@ import (
 // ErrBadURL is returned for a connection URL that is not sqlite:PATH.
 var ErrBadURL = errors.New("bad sqlite connection URL")
 
+// ErrNoDatabase is a database file that does not exist where the caller
+// may not create one (Location.MustExist).
+var ErrNoDatabase = errors.New("sqlite database file does not exist")
+
 // BusyTimeout is how long a connection waits for another writer's lock
 // before failing with SQLITE_BUSY.
 const BusyTimeout = 10 * time.Second
@@ -129,4 +133,18 @@ func Open(ctx context.Context, loc Location) (*sql.DB, error) {
 		return nil, fmt.Errorf("open sqlite database %s: %w", loc.Path, err)
 	}
 	return db, nil
+}
+
+// MustExist returns an error wrapping ErrNoDatabase, naming the path, when
+// loc is a file that does not exist; nil for an existing file or an
+// in-memory database. Callers that only read check it before Open, which
+// would create the file.
+func (loc Location) MustExist() error {
+	if loc.Memory {
+		return nil
+	}
+	if _, err := os.Stat(loc.Path); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s (check the path; sluice sql creates a database)", ErrNoDatabase, loc.Path)
+	}
+	return nil
 }

@@ -43,8 +43,9 @@ func open(ctx context.Context, url string, log *slog.Logger) (runner.Backend, er
 	return Open(ctx, url, log)
 }
 
-// Open opens the database of a sqlite: URL (sqlitex.ParseURL; the file is
-// created if missing) and creates sluice's catalog tables (sluice_tracking,
+// Open opens the database of a sqlite: URL (sqlitex.ParseURL; a missing
+// file is created, or under runner.MustExist(ctx) an error wrapping
+// sqlitex.ErrNoDatabase) and creates sluice's catalog tables (sluice_tracking,
 // sluice_streams) if they are missing. log may be nil.
 func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 	if log == nil {
@@ -56,6 +57,17 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 	loc, err := sqlitex.ParseURL(url)
 	if err != nil {
 		return nil, err
+	}
+	path := loc.Path
+	if runner.MustExist(ctx) {
+		if err := loc.MustExist(); err != nil {
+			if !runner.StandIn(ctx) {
+				return nil, err
+			}
+			// An empty in-memory stand-in for the database a run would
+			// create (plan): nothing is written to disk.
+			loc = sqlitex.Location{Path: ":memory:", Memory: true}
+		}
 	}
 	db, err := sqlitex.Open(ctx, loc)
 	if err != nil {
@@ -69,8 +81,8 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: upgrade catalog: %w", loc.Path, err)
 	}
-	b := &Backend{Sink: sinksqlite.New(db, log), db: db, loc: loc, url: url, identity: loc.Path, log: log}
-	if loc.Memory {
+	b := &Backend{Sink: sinksqlite.New(db, log), db: db, loc: loc, url: url, identity: path, log: log}
+	if loc.Memory && path == ":memory:" {
 		b.identity = fmt.Sprintf(":memory:%p", b)
 	}
 	return b, nil

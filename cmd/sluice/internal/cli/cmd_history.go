@@ -39,7 +39,7 @@ func openStore(ctx context.Context, e *env, r *runner.Runner, state string) (ser
 	if err != nil {
 		return nil, err
 	}
-	st, err := serve.OpenStore(ctx, url, serve.StoreOptions{Log: e.log})
+	st, err := serve.OpenStore(ctx, url, serve.StoreOptions{Log: e.log, MustExist: true})
 	if err != nil {
 		return nil, fmt.Errorf("state database %s: %w", redact.Conn(url), redact.Error(err, url))
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
 )
 
 func init() { register(newPlanCmd) }
@@ -21,7 +22,8 @@ func newPlanCmd(e *env) *cobra.Command {
 			"this plan. Reads the source's schema; moves no offset.",
 		ValidArgsFunction: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmdPlan(cmd.Context(), e, conn, args)
+			// plan writes nothing: a missing sink database is not created.
+			return cmdPlan(runner.WithCreate(cmd.Context(), runner.CreateNone), e, conn, args)
 		},
 	}
 	c.Flags().StringVar(&conn, "conn", "", "default connection `URL` for jobs that name none")
