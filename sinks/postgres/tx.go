@@ -53,6 +53,16 @@ func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres sink: begin: %w", err)
 	}
+	// The source moves its offset (and purges its log) once this commit
+	// returns: with synchronous_commit = off the server would report the
+	// commit before its WAL is flushed, and a crash could undo it. Such a
+	// setting (server, role, database or URL) is raised to on for this
+	// transaction only; other values (local, remote_write, on,
+	// remote_apply) flush locally and are kept.
+	if _, err := tx.Exec(ctx, `SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'`); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("postgres sink: synchronous_commit: %w", err)
+	}
 	t, err := p.attach(ctx, tx, job, true)
 	if err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))

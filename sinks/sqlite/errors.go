@@ -14,6 +14,12 @@ import (
 // runner.ErrTargetExists.
 var ErrIgnored = errors.New("target exists; mode ignore writes nothing and consumes nothing")
 
+// ErrNotDurable is a sink transaction whose connection would not fsync its
+// commit (PRAGMA synchronous below FULL): it is rolled back instead of
+// reported committed, so the source never moves its offset or purges its
+// change log past rows a power loss could undo.
+var ErrNotDurable = errors.New("sink commit would not be durable (PRAGMA synchronous below FULL)")
+
 type ignoredError struct{ table string }
 
 func (e *ignoredError) Error() string {

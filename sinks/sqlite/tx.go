@@ -49,6 +49,15 @@ func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite sink: connect: %w", err)
 	}
+	// A cross-database run moves the source's offset (and purges its
+	// change log) once this commit returns: the commit must be on disk by
+	// then. In WAL mode synchronous=NORMAL (sluice's default) fsyncs only
+	// at checkpoints, and a power loss can undo the last commits;
+	// synchronous=FULL fsyncs the WAL at every commit.
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = FULL"); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("sqlite sink: PRAGMA synchronous = FULL: %w", err)
+	}
 	if err := sqlitex.Begin(ctx, conn); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("sqlite sink: begin write transaction: %w", err)
@@ -331,6 +340,9 @@ func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 		t.ins.Close()
 	}
 	if t.owned {
+		if err := durable(ctx, t.conn); err != nil {
+			return runner.Stats{}, err
+		}
 		if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
 			return runner.Stats{}, fmt.Errorf("sqlite sink: commit: %w", err)
 		}
@@ -383,4 +395,25 @@ func (t *Tx) Rollback(ctx context.Context) error {
 		return fmt.Errorf("sqlite sink: rollback: %w", err)
 	}
 	return nil
+}
+
+// durable returns an error wrapping ErrNotDurable unless conn commits with
+// PRAGMA synchronous FULL (2) or EXTRA (3), or its database is in memory
+// (nothing to lose on disk).
+func durable(ctx context.Context, conn *sql.Conn) error {
+	var level int
+	if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&level); err != nil {
+		return fmt.Errorf("sqlite sink: read PRAGMA synchronous: %w", err)
+	}
+	if level >= 2 {
+		return nil
+	}
+	var file string
+	if err := conn.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
+		return fmt.Errorf("sqlite sink: read the database file: %w", err)
+	}
+	if file == "" {
+		return nil
+	}
+	return fmt.Errorf("sqlite sink: %w: synchronous is %d", ErrNotDurable, level)
 }
