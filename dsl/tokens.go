@@ -271,17 +271,6 @@ func lexNumber(text string, i, to int) int {
 	return j
 }
 
-// withoutComments returns toks minus comment tokens.
-func withoutComments(toks []token) []token {
-	out := make([]token, 0, len(toks))
-	for _, t := range toks {
-		if t.kind != tComment {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
 // describe renders a token for an error message.
 func (s *source) describe(t token) string {
 	switch t.kind {

@@ -107,8 +107,7 @@ func TranslateDML(stmt sqlparser.Statement, d Dialect) (string, error) {
 	var failure error
 	const dual = "\x00dual\x00"
 	pg := d.Name() == "postgres"
-	var format sqlparser.NodeFormatter
-	format = func(buf *sqlparser.TrackedBuffer, node sqlparser.SQLNode) {
+	format := func(buf *sqlparser.TrackedBuffer, node sqlparser.SQLNode) {
 		switch n := node.(type) {
 		case sqlparser.ColIdent:
 			buf.WriteString(QuoteIdent(n.String()))

@@ -77,16 +77,6 @@ func caseSQL(n *node, parts []string) string {
 	return sb.String()
 }
 
-// likeEscape returns the escape text of a LIKE node ('\' by default).
-func likeEscape(n *node) string {
-	if len(n.args) == 3 {
-		if s, ok := n.args[2].val.(string); ok {
-			return s
-		}
-	}
-	return `\`
-}
-
 func formatFloatSQL(f float64) string {
 	s := strconv.FormatFloat(f, 'e', -1, 64)
 	return s

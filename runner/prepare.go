@@ -336,10 +336,7 @@ func (r *Runner) planExecution(ctx context.Context, prep *Prepared, srcB Backend
 }
 
 func identityProjection(p *plan.Plan) bool {
-	if len(p.Job.Select) == 0 {
-		return true
-	}
-	return false
+	return len(p.Job.Select) == 0
 }
 
 // warnings derives the plan's warnings about consumption.

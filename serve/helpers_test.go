@@ -89,13 +89,6 @@ func (r *recorder) waitKind(t *testing.T, job string, k EventKind) Event {
 	return r.wait(t, string(k)+" of "+job, func(ev Event) bool { return ev.Job == job && ev.Kind == k })
 }
 
-// drain drops queued events.
-func (r *recorder) drain() {
-	r.mu.Lock()
-	r.events = nil
-	r.mu.Unlock()
-}
-
 // pending returns the queued events without consuming them.
 func (r *recorder) pending() []Event {
 	r.mu.Lock()

@@ -95,7 +95,6 @@ func main() {
 
 type row struct {
 	name string
-	n    int
 	res  result
 	rss  int64 // KiB
 }

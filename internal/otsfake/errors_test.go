@@ -8,7 +8,6 @@ import (
 
 	"github.com/aliyun/aliyun-tablestore-go-sdk/tablestore"
 	"github.com/aliyun/aliyun-tablestore-go-sdk/tablestore/otsprotocol"
-	"github.com/golang/protobuf/proto"
 )
 
 func TestAuthFailures(t *testing.T) {
@@ -74,7 +73,7 @@ func rawPost(t *testing.T, srv *Server, uri string, body []byte, md5Override str
 		return resp.StatusCode, nil
 	}
 	perr := &otsprotocol.Error{}
-	if err := proto.Unmarshal(out, perr); err != nil {
+	if err := unmarshalInto(out, perr); err != nil {
 		t.Fatalf("error body is not an otsprotocol.Error: %v", err)
 	}
 	return resp.StatusCode, perr
@@ -82,7 +81,7 @@ func rawPost(t *testing.T, srv *Server, uri string, body []byte, md5Override str
 
 func TestContentMD5(t *testing.T) {
 	srv, _ := start(t)
-	body, _ := proto.Marshal(&otsprotocol.ListTableRequest{})
+	body, _ := marshal(&otsprotocol.ListTableRequest{})
 	if status, perr := rawPost(t, srv, "/ListTable", body, ""); status != http.StatusOK {
 		t.Fatalf("hand-signed request failed: %d %v", status, perr)
 	}

@@ -156,5 +156,3 @@ func otsCode(t *testing.T, err error) (string, int) {
 	}
 	return oe.Code, oe.HttpStatusCode
 }
-
-func sptr(s string) *string { return &s }

@@ -452,11 +452,6 @@ func pkKey(pk []cell) string {
 	return w.String()
 }
 
-// equal reports whether two values have the same type and content.
-func (v *value) equal(o *value) bool {
-	return v.vt == o.vt && v.i == o.i && v.b == o.b && bytes.Equal(v.bs, o.bs)
-}
-
 // hashBytes returns the bytes hashed to route a row to a shard.
 func (v *value) hashBytes() []byte {
 	out := []byte{v.vt}

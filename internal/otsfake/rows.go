@@ -4,7 +4,7 @@ import (
 	"sort"
 
 	"github.com/aliyun/aliyun-tablestore-go-sdk/tablestore/otsprotocol"
-	"github.com/golang/protobuf/proto"
+	"google.golang.org/protobuf/proto"
 )
 
 // rowChange is one decoded write: PutRow, UpdateRow or DeleteRow, in a
@@ -16,7 +16,7 @@ type rowChange struct {
 	content *otsprotocol.ReturnContent
 }
 
-func (s *Server) putRow(body []byte) (proto.Message, *otsError) {
+func (s *Server) putRow(body []byte) (message, *otsError) {
 	req := &otsprotocol.PutRowRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e
@@ -32,7 +32,7 @@ func (s *Server) putRow(body []byte) (proto.Message, *otsError) {
 	return &otsprotocol.PutRowResponse{Consumed: consumed(0, 1), Row: row}, nil
 }
 
-func (s *Server) updateRow(body []byte) (proto.Message, *otsError) {
+func (s *Server) updateRow(body []byte) (message, *otsError) {
 	req := &otsprotocol.UpdateRowRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e
@@ -48,7 +48,7 @@ func (s *Server) updateRow(body []byte) (proto.Message, *otsError) {
 	return &otsprotocol.UpdateRowResponse{Consumed: consumed(0, 1), Row: row}, nil
 }
 
-func (s *Server) deleteRow(body []byte) (proto.Message, *otsError) {
+func (s *Server) deleteRow(body []byte) (message, *otsError) {
 	req := &otsprotocol.DeleteRowRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e
@@ -64,7 +64,7 @@ func (s *Server) deleteRow(body []byte) (proto.Message, *otsError) {
 	return &otsprotocol.DeleteRowResponse{Consumed: consumed(0, 1), Row: row}, nil
 }
 
-func (s *Server) batchWriteRow(body []byte) (proto.Message, *otsError) {
+func (s *Server) batchWriteRow(body []byte) (message, *otsError) {
 	req := &otsprotocol.BatchWriteRowRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e
@@ -303,7 +303,7 @@ func returnContent(r *storedRow, pk []cell, rc *otsprotocol.ReturnContent) []byt
 	return nil
 }
 
-func (s *Server) getRow(body []byte) (proto.Message, *otsError) {
+func (s *Server) getRow(body []byte) (message, *otsError) {
 	req := &otsprotocol.GetRowRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e

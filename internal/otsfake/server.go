@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aliyun/aliyun-tablestore-go-sdk/tablestore/otsprotocol"
-	"github.com/golang/protobuf/proto"
+	"google.golang.org/protobuf/proto"
 )
 
 // Default credentials and instance of a Server.
@@ -134,7 +134,7 @@ func (s *Server) Requests(op string) int {
 
 // opFunc runs one operation on a decoded request body. It is called with
 // s.mu held.
-type opFunc func(s *Server, body []byte) (proto.Message, *otsError)
+type opFunc func(s *Server, body []byte) (message, *otsError)
 
 var operations = map[string]opFunc{
 	"CreateTable":      (*Server).createTable,
@@ -202,7 +202,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, oerr)
 		return
 	}
-	out, err := proto.Marshal(resp)
+	out, err := marshal(resp)
 	if err != nil {
 		s.writeError(w, newErr(CodeInternalServerError, "otsfake: marshal %s response: %v", op, err))
 		return
@@ -212,7 +212,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) writeError(w http.ResponseWriter, e *otsError) {
 	msg := &otsprotocol.Error{Code: proto.String(e.code), Message: proto.String(e.message)}
-	out, err := proto.Marshal(msg)
+	out, err := marshal(msg)
 	if err != nil { // cannot happen: Code is set
 		out = []byte(e.Error())
 	}
@@ -231,8 +231,8 @@ func (s *Server) writeBody(w http.ResponseWriter, status int, body []byte) {
 
 // unmarshal decodes a request body into m, mapping failures to
 // OTSParameterInvalid.
-func unmarshal(body []byte, m proto.Message) *otsError {
-	if err := proto.Unmarshal(body, m); err != nil {
+func unmarshal(body []byte, m message) *otsError {
+	if err := unmarshalInto(body, m); err != nil {
 		return errParam("Failed to parse the ProtoBuf message: %v.", err)
 	}
 	return nil

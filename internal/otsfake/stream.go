@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/aliyun/aliyun-tablestore-go-sdk/tablestore/otsprotocol"
-	"github.com/golang/protobuf/proto"
+	"google.golang.org/protobuf/proto"
 )
 
 // GetStreamRecord limits.
@@ -57,7 +57,7 @@ func (s *Server) streamByID(id string) (*table, *stream, *otsError) {
 	return nil, nil, newErr(CodeObjectNotExist, "Requested stream data does not exist.")
 }
 
-func (s *Server) listStream(body []byte) (proto.Message, *otsError) {
+func (s *Server) listStream(body []byte) (message, *otsError) {
 	req := &otsprotocol.ListStreamRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e
@@ -90,7 +90,7 @@ func (s *Server) listStream(body []byte) (proto.Message, *otsError) {
 	return resp, nil
 }
 
-func (s *Server) describeStream(body []byte) (proto.Message, *otsError) {
+func (s *Server) describeStream(body []byte) (message, *otsError) {
 	req := &otsprotocol.DescribeStreamRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e
@@ -143,7 +143,7 @@ func (s *Server) describeStream(body []byte) (proto.Message, *otsError) {
 	return resp, nil
 }
 
-func (s *Server) getShardIterator(body []byte) (proto.Message, *otsError) {
+func (s *Server) getShardIterator(body []byte) (message, *otsError) {
 	req := &otsprotocol.GetShardIteratorRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e
@@ -180,7 +180,7 @@ func (s *Server) getShardIterator(body []byte) (proto.Message, *otsError) {
 	return &otsprotocol.GetShardIteratorResponse{ShardIterator: proto.String(it.String())}, nil
 }
 
-func (s *Server) getStreamRecord(body []byte) (proto.Message, *otsError) {
+func (s *Server) getStreamRecord(body []byte) (message, *otsError) {
 	req := &otsprotocol.GetStreamRecordRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e

@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/aliyun/aliyun-tablestore-go-sdk/tablestore/otsprotocol"
-	"github.com/golang/protobuf/proto"
+	"google.golang.org/protobuf/proto"
 )
 
 // Defaults the service applies to omitted table options.
@@ -49,7 +49,7 @@ func (s *Server) lookupTable(name string) (*table, *otsError) {
 	return t, nil
 }
 
-func (s *Server) createTable(body []byte) (proto.Message, *otsError) {
+func (s *Server) createTable(body []byte) (message, *otsError) {
 	req := &otsprotocol.CreateTableRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e
@@ -120,7 +120,7 @@ func (s *Server) createTable(body []byte) (proto.Message, *otsError) {
 	return &otsprotocol.CreateTableResponse{}, nil
 }
 
-func (s *Server) describeTable(body []byte) (proto.Message, *otsError) {
+func (s *Server) describeTable(body []byte) (message, *otsError) {
 	req := &otsprotocol.DescribeTableRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e
@@ -156,7 +156,7 @@ func (s *Server) describeTable(body []byte) (proto.Message, *otsError) {
 	return resp, nil
 }
 
-func (s *Server) listTable(body []byte) (proto.Message, *otsError) {
+func (s *Server) listTable(body []byte) (message, *otsError) {
 	resp := &otsprotocol.ListTableResponse{}
 	for name := range s.tables {
 		resp.TableNames = append(resp.TableNames, name)
@@ -165,7 +165,7 @@ func (s *Server) listTable(body []byte) (proto.Message, *otsError) {
 	return resp, nil
 }
 
-func (s *Server) deleteTable(body []byte) (proto.Message, *otsError) {
+func (s *Server) deleteTable(body []byte) (message, *otsError) {
 	req := &otsprotocol.DeleteTableRequest{}
 	if e := unmarshal(body, req); e != nil {
 		return nil, e

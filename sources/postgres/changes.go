@@ -2,10 +2,10 @@ package postgres
 
 import (
 	"fmt"
-	"github.com/sluicedata/sluice/cdc"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/sluicedata/sluice/cdc"
 
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
@@ -300,6 +300,3 @@ func WindowPredicate(col string, from *Position, to Position) string {
 	}
 	return cond + " AND " + vis
 }
-
-// formatTS renders a time for a timestamptz literal.
-func formatTS(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.999999Z07:00") }

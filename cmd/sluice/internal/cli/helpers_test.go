@@ -183,17 +183,6 @@ func checkGolden(t *testing.T, path, got string) {
 	}
 }
 
-// mustSluiceIn runs the command line with stdin and fails the test unless
-// it exits 0.
-func mustSluiceIn(t *testing.T, stdin string, args ...string) result {
-	t.Helper()
-	r := sluiceIn(t, stdin, args...)
-	if r.code != 0 {
-		t.Fatalf("sluice %s: %v", strings.Join(args, " "), r)
-	}
-	return r
-}
-
 // asSluice, set in the environment, makes the test binary act as the
 // sluice command (for tests that run it from a shell, as completion does).
 const asSluice = "SLUICE_TEST_AS_SLUICE"
