@@ -21,14 +21,13 @@ const tsExpr = `strftime('%Y-%m-%d %H:%M:%f','now') || '+00:00'`
 // application writes by accident.
 const absent = `x'f0736c756963653a616273656e74'`
 
-// Change-log op codes (doc.go).
-const (
-	opInsert    = "I"  // INSERT
-	opUpdate    = "U"  // UPDATE keeping the primary key
-	opDelete    = "D"  // DELETE, or a row a REPLACE removed
-	opKeyDelete = "KD" // UPDATE changing the primary key: the old row leaves
-	opKeyInsert = "KI" // UPDATE changing the primary key: the new row arrives
-)
+// Change-log op codes (doc.go), written as literals in the trigger SQL:
+//
+//	I   INSERT
+//	U   UPDATE keeping the primary key
+//	D   DELETE, or a row a REPLACE removed
+//	KD  UPDATE changing the primary key: the old row leaves
+//	KI  UPDATE changing the primary key: the new row arrives
 
 // captureVersion marks triggers of this design in their text; triggers
 // without it (installed by an earlier sluice) are replaced on first use.
