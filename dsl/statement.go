@@ -4,6 +4,7 @@ import (
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/pos"
 	"github.com/xwb1989/sqlparser"
+	"time"
 )
 
 // Statement is a parsed statement of the dialect: one of the pointer types
@@ -63,6 +64,11 @@ type CreateStream struct {
 	Mode            string // ModeStandard (default) or ModeAppendOnly
 	ShowInitialRows bool
 	Comment         string
+	// StaleAfter is the stream's retention ('STALE_AFTER' = '14d' | '36h'
+	// …): a change it leaves unconsumed for longer makes it stale, and the
+	// change log stops keeping rows for it. 0 means the backend's default
+	// (runner.DefaultStaleAfter).
+	StaleAfter time.Duration
 }
 
 // DropStream is DROP TABLE STREAM [IF EXISTS] s.

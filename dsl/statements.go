@@ -1,7 +1,10 @@
 package dsl
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/pos"
@@ -402,13 +405,14 @@ func (p *parser) createStream(base Base, orReplace bool, orTok token) Statement 
 	}
 }
 
-// streamProperties applies TABLE_STREAM_MODE and SHOW_INITIAL_ROWS.
+// streamProperties applies TABLE_STREAM_MODE, SHOW_INITIAL_ROWS and
+// STALE_AFTER.
 func (p *parser) streamProperties(st *CreateStream, props []property) {
 	seen := map[string]bool{}
 	for _, pr := range props {
 		key := strings.ToUpper(pr.key)
-		if key != "TABLE_STREAM_MODE" && key != "SHOW_INITIAL_ROWS" {
-			p.report(pr.keyTok, ErrUnknownKey, "unknown stream property %q (known: TABLE_STREAM_MODE, SHOW_INITIAL_ROWS)", pr.key)
+		if key != "TABLE_STREAM_MODE" && key != "SHOW_INITIAL_ROWS" && key != "STALE_AFTER" {
+			p.report(pr.keyTok, ErrUnknownKey, "unknown stream property %q (known: TABLE_STREAM_MODE, SHOW_INITIAL_ROWS, STALE_AFTER)", pr.key)
 			continue
 		}
 		if seen[key] {
@@ -426,8 +430,37 @@ func (p *parser) streamProperties(st *CreateStream, props []property) {
 			}
 		case "SHOW_INITIAL_ROWS":
 			st.ShowInitialRows = p.boolProperty(pr)
+		case "STALE_AFTER":
+			d, err := ParseRetention(pr.value)
+			if err != nil {
+				p.report(pr.valTok, ErrBadValue, "STALE_AFTER: %v", err)
+			}
+			st.StaleAfter = d
 		}
 	}
+}
+
+// ParseRetention reads a stream retention (STALE_AFTER): a whole number of
+// days ("14d") or a Go duration ("36h", "90m"); it must be at least a
+// second. Days are 24 hours.
+func ParseRetention(s string) (time.Duration, error) {
+	var d time.Duration
+	if n, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok {
+		days, err := strconv.ParseInt(n, 10, 32)
+		if err != nil || days <= 0 {
+			return 0, fmt.Errorf("%q is not a number of days such as '14d'", s)
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(strings.TrimSpace(s)); err != nil {
+			return 0, fmt.Errorf("%q is neither days ('14d') nor a duration ('36h')", s)
+		}
+	}
+	if d < time.Second {
+		return 0, fmt.Errorf("%q is shorter than a second", s)
+	}
+	return d, nil
 }
 
 // drop parses DROP TABLE STREAM and DROP TABLE.

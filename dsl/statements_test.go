@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/pos"
@@ -46,6 +47,8 @@ func TestParseStatement(t *testing.T) {
 			&CreateStream{Stream: "s", Table: "t", OrReplace: true, Mode: ModeAppendOnly, ShowInitialRows: true, Comment: "c"},
 		},
 		{"CREATE TABLE STREAM IF NOT EXISTS s ON TABLE t", &CreateStream{Stream: "s", Table: "t", IfNotExists: true, Mode: ModeStandard}},
+		{"CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('STALE_AFTER' = '3d')", &CreateStream{Stream: "s", Table: "t", Mode: ModeStandard, StaleAfter: 72 * time.Hour}},
+		{"CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('stale_after' = '90m')", &CreateStream{Stream: "s", Table: "t", Mode: ModeStandard, StaleAfter: 90 * time.Minute}},
 		{"DROP TABLE STREAM IF EXISTS s", &DropStream{Stream: "s", IfExists: true}},
 		{"DROP TABLE STREAM s;", &DropStream{Stream: "s"}},
 		{"DROP TABLE IF EXISTS t", &DropTable{Table: "t", IfExists: true}},
@@ -111,7 +114,10 @@ func TestStatementErrors(t *testing.T) {
 		{"CREATE TABLE t (a INT DEFAULT 1)", `f.sql:1:23: column option DEFAULT is not supported`, ErrNotSupported},
 		{"CREATE TABLE db.t (a INT)", `f.sql:1:16: qualified table names are not supported; write the bare table name`, ErrNotSupported},
 		{"CREATE TABLE STREAM s ON TABLE t TIMESTAMP AS OF '2024-01-01 00:00:00'", `f.sql:1:34: TIMESTAMP AS OF is not supported yet; the stream starts at the table's current version`, ErrNotSupported},
-		{"CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('MODE' = 'STANDARD')", `f.sql:1:51: unknown stream property "MODE" (known: TABLE_STREAM_MODE, SHOW_INITIAL_ROWS)`, ErrUnknownKey},
+		{"CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('MODE' = 'STANDARD')", `f.sql:1:51: unknown stream property "MODE" (known: TABLE_STREAM_MODE, SHOW_INITIAL_ROWS, STALE_AFTER)`, ErrUnknownKey},
+		{"CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('STALE_AFTER' = 'forever')", `f.sql:1:67: STALE_AFTER: "forever" is neither days ('14d') nor a duration ('36h')`, ErrBadValue},
+		{"CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('STALE_AFTER' = '0d')", `f.sql:1:67: STALE_AFTER: "0d" is not a number of days such as '14d'`, ErrBadValue},
+		{"CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('STALE_AFTER' = '10ms')", `f.sql:1:67: STALE_AFTER: "10ms" is shorter than a second`, ErrBadValue},
 		{"CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('TABLE_STREAM_MODE' = 'DELTA')", `f.sql:1:73: TABLE_STREAM_MODE must be 'STANDARD' or 'APPEND_ONLY', not "DELTA"`, ErrBadValue},
 		{"CREATE OR REPLACE TABLE STREAM IF NOT EXISTS s ON TABLE t", `f.sql:1:32: OR REPLACE and IF NOT EXISTS cannot be used together`, ErrBadValue},
 		{"CREATE TABLE STREAM s ON t", `f.sql:1:26: expected TABLE, found 't'`, ErrSyntax},

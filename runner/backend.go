@@ -56,6 +56,35 @@ type StreamInfo struct {
 	TableSchema cdc.Schema
 	// Offset is the stream's committed offset.
 	Offset cdc.Offset
+	// StaleAfter is the stream's retention: a change it leaves unconsumed
+	// for longer makes it stale (0 on backends without one).
+	StaleAfter time.Duration
+}
+
+// DefaultStaleAfter is the retention of a stream created without
+// 'STALE_AFTER': 14 days, the longest a Snowflake stream can go unread
+// before it is stale (MAX_DATA_EXTENSION_TIME_IN_DAYS, default 14,
+// https://docs.snowflake.com/en/user-guide/streams-intro#data-retention-period-and-staleness).
+const DefaultStaleAfter = 14 * 24 * time.Hour
+
+// LogKeeper is a Source that keeps a change log of its own (SQLite,
+// PostgreSQL) and bounds it.
+type LogKeeper interface {
+	// TrimLogs purges from every change log of the database what no stream
+	// can read any more — the whole log of a tracked table without a
+	// stream, the changes every stream consumed, and the changes only
+	// stale streams still wait for — after marking stale each stream whose
+	// oldest unconsumed change is older than its StaleAfter. It returns
+	// each tracked table's log size after the purge, by table name.
+	TrimLogs(ctx context.Context) ([]LogSize, error)
+}
+
+// LogSize is the size of one tracked table's change log.
+type LogSize struct {
+	Database string // the database, without credentials (a file path, host:port/db)
+	Table    string // the tracked table
+	Rows     int64  // rows in the log
+	Bytes    int64  // bytes the log occupies on disk, as the database reports them (0 when it cannot tell)
 }
 
 // ReadOptions tune a read.

@@ -1,6 +1,10 @@
 package runner
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Sentinel errors of package runner. Backends wrap them so that callers can
 // test with errors.Is.
@@ -12,6 +16,10 @@ var (
 	ErrNotSource     = errors.New("backend cannot be a source")
 	ErrNotSink       = errors.New("backend cannot be a sink")
 	ErrTargetExists  = errors.New("target table exists")
+	// ErrStreamStale: the stream left changes unconsumed for longer than
+	// its retention (StreamInfo.StaleAfter); the change log no longer
+	// keeps them, so it cannot be read. The error says how to recover.
+	ErrStreamStale = errors.New("table stream is stale")
 	// ErrSinkMode is a sink mode the job's source cannot feed, or whose
 	// columns clash with the projection (mode history from an APPEND_ONLY
 	// stream, a projected __valid_from).
@@ -23,3 +31,23 @@ var (
 	// name them (Runner.Run).
 	ErrPushdownValue = errors.New("a value of the pushed-down run does not fit the target")
 )
+
+// StaleError is the error of reading a stale stream: it wraps
+// ErrStreamStale and says how to recover. after is the stream's retention,
+// since when it was found stale.
+func StaleError(stream, table string, after time.Duration, since time.Time) error {
+	return fmt.Errorf("%w: %s left changes of %s unconsumed for longer than its retention (STALE_AFTER %s) and was found stale at %s; "+
+		"the change log no longer keeps them. Recover: CREATE OR REPLACE TABLE STREAM %s ON TABLE %s (a new offset at the table as it is now), "+
+		"then `sluice backfill JOB` to copy the table again (a merge target keeps rows deleted meanwhile: drop it first for an exact copy); "+
+		"raise 'STALE_AFTER' in WITH PROPERTIES if the job may stop for longer",
+		ErrStreamStale, stream, table, FormatRetention(after), since.UTC().Format(time.RFC3339), stream, table)
+}
+
+// FormatRetention writes a retention as dsl.ParseRetention reads it: whole
+// days as "14d", anything else as a Go duration ("36h0m0s").
+func FormatRetention(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}

@@ -33,10 +33,11 @@ type Backend struct {
 
 // Interface checks.
 var (
-	_ runner.Backend  = (*Backend)(nil)
-	_ runner.Executor = (*Backend)(nil)
-	_ runner.Source   = (*Backend)(nil)
-	_ runner.Sink     = (*Backend)(nil)
+	_ runner.Backend   = (*Backend)(nil)
+	_ runner.Executor  = (*Backend)(nil)
+	_ runner.Source    = (*Backend)(nil)
+	_ runner.Sink      = (*Backend)(nil)
+	_ runner.LogKeeper = (*Backend)(nil)
 )
 
 func open(ctx context.Context, url string, log *slog.Logger) (runner.Backend, error) {

@@ -33,7 +33,9 @@ CREATE TABLE IF NOT EXISTS sluice_streams (
 	comment           TEXT NOT NULL DEFAULT '',
 	created           TEXT NOT NULL,
 	id                TEXT NOT NULL,
-	"offset"          TEXT NOT NULL
+	"offset"          TEXT NOT NULL,
+	stale_after       INTEGER NOT NULL DEFAULT 1209600,
+	stale_since       TEXT
 );`
 
 // initialPrefix marks the offset of a SHOW_INITIAL_ROWS stream that has not
@@ -83,15 +85,23 @@ func parsePosition(s string) (position, error) {
 
 // catalogUpgrade brings a catalog made by an earlier sluice up to date:
 // sluice_tracking gains table_sql (NULL makes the next use of each tracked
-// table re-install its capture, see syncCapture).
+// table re-install its capture, see syncCapture), sluice_streams the
+// retention columns (existing streams get the default retention).
 func catalogUpgrade(ctx context.Context, q sqlitex.Querier) error {
-	var n int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('sluice_tracking') WHERE name = 'table_sql'`).Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		if _, err := q.ExecContext(ctx, `ALTER TABLE sluice_tracking ADD COLUMN table_sql TEXT`); err != nil {
+	for _, c := range []struct{ table, column, def string }{
+		{"sluice_tracking", "table_sql", "TEXT"},
+		// retention (seconds; 14 days) and the time a stream went stale
+		{"sluice_streams", "stale_after", "INTEGER NOT NULL DEFAULT 1209600"},
+		{"sluice_streams", "stale_since", "TEXT"},
+	} {
+		var n int
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('`+c.table+`') WHERE name = ?`, c.column).Scan(&n); err != nil {
 			return err
+		}
+		if n == 0 {
+			if _, err := q.ExecContext(ctx, `ALTER TABLE `+c.table+` ADD COLUMN `+c.column+` `+c.def); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -133,14 +143,18 @@ type streamRow struct {
 	showInitial                    bool
 	created                        time.Time
 	pos                            position
+	staleAfter                     time.Duration // retention (STALE_AFTER)
+	staleSince                     time.Time     // when it was found stale; zero while it is not
 }
 
-const streamCols = `name, tbl, mode, show_initial_rows, comment, created, id, "offset"`
+const streamCols = `name, tbl, mode, show_initial_rows, comment, created, id, "offset", stale_after, stale_since`
 
 func scanStream(sc interface{ Scan(...any) error }) (streamRow, error) {
 	var r streamRow
 	var created, off string
-	if err := sc.Scan(&r.name, &r.table, &r.mode, &r.showInitial, &r.comment, &created, &r.id, &off); err != nil {
+	var staleAfter int64
+	var staleSince sql.NullString
+	if err := sc.Scan(&r.name, &r.table, &r.mode, &r.showInitial, &r.comment, &created, &r.id, &off, &staleAfter, &staleSince); err != nil {
 		return r, err
 	}
 	t, err := cdc.ParseTimestamp(created)
@@ -148,6 +162,14 @@ func scanStream(sc interface{ Scan(...any) error }) (streamRow, error) {
 		return r, fmt.Errorf("stream %s: created: %w", r.name, err)
 	}
 	r.created = t.UTC()
+	r.staleAfter = time.Duration(staleAfter) * time.Second
+	if staleSince.Valid {
+		t, err := cdc.ParseTimestamp(staleSince.String)
+		if err != nil {
+			return r, fmt.Errorf("stream %s: stale_since: %w", r.name, err)
+		}
+		r.staleSince = t.UTC()
+	}
 	if r.pos, err = parsePosition(off); err != nil {
 		return r, fmt.Errorf("stream %s: %w", r.name, err)
 	}
@@ -210,15 +232,18 @@ func lastSeq(ctx context.Context, q sqlitex.Querier, log string) (int64, error) 
 }
 
 // purge deletes the change-log rows of table that every stream on it has
-// consumed: seq <= the smallest stream offset; all rows when no stream is
-// left.
-func purge(ctx context.Context, q sqlitex.Querier, c captured) (int64, error) {
-	streams, err := listStreams(ctx, q, c.table)
+// consumed: seq <= the smallest offset of the streams that are not stale
+// (markStale runs first); all rows when no such stream is left.
+func (b *Backend) purge(ctx context.Context, q sqlitex.Querier, c captured) (int64, error) {
+	streams, err := b.markStale(ctx, q, c)
 	if err != nil {
 		return 0, err
 	}
 	var upTo int64 = -1
 	for _, s := range streams {
+		if !s.staleSince.IsZero() {
+			continue // the log keeps nothing for a stale stream
+		}
 		if upTo < 0 || s.pos.seq < upTo {
 			upTo = s.pos.seq
 		}

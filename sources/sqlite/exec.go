@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/dsl"
@@ -165,12 +166,16 @@ func (b *Backend) createStream(ctx context.Context, s *dsl.CreateStream) error {
 		}
 		pos := position{seq: seq, initial: s.ShowInitialRows}
 		_, now := nowUTC()
-		_, err = tx.ExecContext(ctx, `INSERT INTO sluice_streams (`+streamCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			s.Stream, name, mode, s.ShowInitialRows, s.Comment, now, newID(), pos.String())
+		staleAfter := s.StaleAfter
+		if staleAfter <= 0 {
+			staleAfter = runner.DefaultStaleAfter
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO sluice_streams (`+streamCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+			s.Stream, name, mode, s.ShowInitialRows, s.Comment, now, newID(), pos.String(), int64(staleAfter/time.Second))
 		if err != nil {
 			return fmt.Errorf("create table stream %s: %w", s.Stream, err)
 		}
-		_, err = purge(ctx, tx, c)
+		_, err = b.purgeAll(ctx, tx)
 		return err
 	})
 }
@@ -187,11 +192,7 @@ func (b *Backend) dropStream(ctx context.Context, s *dsl.DropStream) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sluice_streams WHERE name = ?`, r.name); err != nil {
 			return fmt.Errorf("drop table stream %s: %w", r.name, err)
 		}
-		c, ok, err := lookupTracking(ctx, tx, r.table)
-		if err != nil || !ok {
-			return err
-		}
-		_, err = purge(ctx, tx, c)
+		_, err = b.purgeAll(ctx, tx)
 		return err
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/sqlitex"
 	"github.com/sluicedata/sluice/runner"
 )
 
@@ -18,6 +19,9 @@ var showColumns = []cdc.Column{
 	{Name: "offset", Type: cdc.TypeString, NotNull: true},
 	{Name: "created_on", Type: cdc.TypeTimestamp, NotNull: true},
 	{Name: "comment", Type: cdc.TypeString, NotNull: true},
+	{Name: "oldest_unconsumed", Type: cdc.TypeTimestamp},       // commit time of the oldest change it has not consumed; NULL when none
+	{Name: "stale_after", Type: cdc.TypeString, NotNull: true}, // its retention, e.g. 14d
+	{Name: "stale", Type: cdc.TypeBoolean, NotNull: true},      // past its retention: reading it fails
 }
 
 func (b *Backend) showStreams(ctx context.Context) (*runner.ResultSet, error) {
@@ -27,9 +31,33 @@ func (b *Backend) showStreams(ctx context.Context) (*runner.ResultSet, error) {
 	}
 	rs := &runner.ResultSet{Columns: showColumns, Rows: [][]any{}}
 	for _, s := range streams {
-		rs.Rows = append(rs.Rows, []any{s.name, s.table, s.mode, s.showInitial, s.pos.String(), s.created, s.comment})
+		row, err := b.showRow(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		rs.Rows = append(rs.Rows, row)
 	}
 	return rs, nil
+}
+
+// showRow is a stream's row of SHOW TABLE STREAMS.
+func (b *Backend) showRow(ctx context.Context, s streamRow) ([]any, error) {
+	var oldest any
+	if c, ok, err := lookupTracking(ctx, b.db, s.table); err != nil {
+		return nil, err
+	} else if ok {
+		if _, exists, err := sqlitex.TableName(ctx, b.db, c.log); err == nil && exists {
+			at, pending, err := oldestUnconsumed(ctx, b.db, c.log, s)
+			if err != nil {
+				return nil, err
+			}
+			if pending {
+				oldest = at
+			}
+		}
+	}
+	return []any{s.name, s.table, s.mode, s.showInitial, s.pos.String(), s.created, s.comment,
+		oldest, runner.FormatRetention(s.staleAfter), !s.staleSince.IsZero()}, nil
 }
 
 // describeColumns are the columns of DESCRIBE TABLE STREAM: one row, the
@@ -69,7 +97,9 @@ func (b *Backend) describeStream(ctx context.Context, name string) (*runner.Resu
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+`)`, args...).Scan(&pending); err != nil {
 		return nil, fmt.Errorf("describe table stream %s: count pending changes: %w", name, err)
 	}
-	return &runner.ResultSet{Columns: describeColumns, Rows: [][]any{{
-		r.name, r.table, r.mode, r.showInitial, r.pos.String(), r.created, r.comment, pending, r.id,
-	}}}, nil
+	row, err := b.showRow(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &runner.ResultSet{Columns: describeColumns, Rows: [][]any{append(row, pending, r.id)}}, nil
 }

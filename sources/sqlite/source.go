@@ -92,6 +92,9 @@ func (b *Backend) streamInfo(ctx context.Context, q sqlitex.Querier, name string
 	case st == capStale:
 		return nil, errNotFresh(r.name, r.table)
 	}
+	if !r.staleSince.IsZero() {
+		return nil, runner.StaleError(r.name, r.table, r.staleAfter, r.staleSince)
+	}
 	schema, ok, err := sqlitex.TableSchema(ctx, q, r.table)
 	if err != nil {
 		return nil, err
@@ -109,6 +112,7 @@ func (b *Backend) streamInfo(ctx context.Context, q sqlitex.Querier, name string
 		ID:              r.id,
 		TableSchema:     schema,
 		Offset:          r.pos.offset(),
+		StaleAfter:      r.staleAfter,
 	}, nil
 }
 
@@ -305,11 +309,9 @@ func (b *Backend) advance(ctx context.Context, tx sqlitex.Querier, s *runner.Str
 		}
 		return fmt.Errorf("advance stream %s from %s: %w (now at %s)", s.Name, from, runner.ErrOffsetMoved, cur.pos)
 	}
-	c, ok, err := lookupTracking(ctx, tx, s.Table)
-	if err != nil || !ok {
-		return err
-	}
-	n, err := purge(ctx, tx, c)
+	// Every tracked table's log: a table without a stream keeps nothing
+	// past the next consuming run of any stream (retention.go).
+	n, err := b.purgeAll(ctx, tx)
 	if err != nil {
 		return err
 	}
