@@ -59,6 +59,10 @@ type StreamInfo struct {
 	// StaleAfter is the stream's retention: a change it leaves unconsumed
 	// for longer makes it stale (0 on backends without one).
 	StaleAfter time.Duration
+	// StaleSince is when the stream was found stale (UTC); zero while it
+	// is not. Only listings (SHOW TABLE STREAMS) return stale streams: a
+	// read of one fails with ErrStreamStale.
+	StaleSince time.Time
 }
 
 // DefaultStaleAfter is the retention of a stream created without

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/sluicedata/sluice/internal/redact"
 
@@ -37,6 +38,8 @@ type Backend struct {
 	mu      sync.Mutex
 	ensured bool   // the sluice schema exists
 	system  string // system_identifier, once read
+
+	streamlessAt time.Time // the last purgeStreamless after a run (throttled, under mu)
 }
 
 // tempBuffers is the temp_buffers of sluice's sessions: the most memory a
@@ -154,8 +157,16 @@ CREATE TABLE IF NOT EXISTS sluice.streams (
 	comment           text NOT NULL DEFAULT '',
 	created_at        timestamptz NOT NULL DEFAULT now(),
 	id                text NOT NULL,
-	position          text NOT NULL
-);`
+	position          text NOT NULL,
+	stale_after       bigint NOT NULL DEFAULT 1209600,
+	stale_since       timestamptz
+);
+DO $$ BEGIN
+	-- streams from before retention (stale_after in seconds, 14 days)
+	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sluice.streams'::regclass AND attname = 'stale_after' AND NOT attisdropped) THEN
+		ALTER TABLE sluice.streams ADD COLUMN stale_after bigint NOT NULL DEFAULT 1209600, ADD COLUMN stale_since timestamptz;
+	END IF;
+END $$;`
 
 // ensureSchema creates the sluice schema and tables once per backend.
 // Concurrent sluice processes serialize on an advisory lock.
@@ -203,4 +214,5 @@ var _ interface {
 	runner.Source
 	runner.Sink
 	runner.Pushdowner
+	runner.LogKeeper
 } = (*Backend)(nil)

@@ -259,7 +259,7 @@ func TestStreamErrorsAndCatalog(t *testing.T) {
 	}
 	sqlExec(t, b, `INSERT INTO t VALUES (1), (2)`)
 	rs, err = b.Exec(ctx, &dsl.DescribeStream{Stream: "s"})
-	if err != nil || rs.Rows[0][7] != int64(2) {
+	if err != nil || rs.Rows[0][len(rs.Columns)-2] != int64(2) {
 		t.Errorf("describe: %v %v", rs, err)
 	}
 	if _, err := b.Stream(ctx, plan.Source{Stream: "nope"}); !errors.Is(err, runner.ErrNoStream) {

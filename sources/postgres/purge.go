@@ -36,6 +36,16 @@ import (
 //
 // Otherwise it DELETEs the consumed rows (purge).
 
+// lockStreams takes the transaction-level advisory lock that CREATE and
+// DROP TABLE STREAM and change tracking hold, so that a purge never reads
+// the streams on a table while a stream is being created on it: the new
+// stream's offset snapshot may predate changes committed since, which the
+// purge, not seeing the stream, would remove.
+func lockStreams(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.tracking'))`)
+	return err
+}
+
 // logLockSavepoint brackets lockLog's LOCK so a missing log does not abort
 // the caller's transaction.
 const logLockSavepoint = "sluice_log_lock"
@@ -63,14 +73,24 @@ func lockLogSQL(table string) string {
 	return "LOCK TABLE sluice." + sinkpg.Quote(objectName("log_", table)) + " IN ACCESS SHARE MODE"
 }
 
-// purgeAfterCommit purges the log of table after a committed run: TRUNCATE
-// when that is safe (see above), else DELETE of the consumed rows. A
+// purgeAfterCommit purges the log of table after a committed run: it marks
+// stale the streams past their retention (markStale), then TRUNCATEs when
+// that is safe (see above), else DELETEs the consumed rows. A
 // failure is logged, not returned: the run has committed, and the next
 // purge removes what this one left.
 func (b *Backend) purgeAfterCommit(ctx context.Context, table string) {
+	err := b.markStale(ctx, table)
+	if err != nil {
+		b.log.Warn("stream retention not checked; the next purge checks it", "table", table, "err", hide(err, b.secret))
+	}
 	done, err := b.truncateConsumed(ctx, table)
 	if err == nil && !done {
-		err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error { return b.purge(ctx, tx, table) })
+		err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			if err := lockStreams(ctx, tx); err != nil {
+				return err
+			}
+			return b.purge(ctx, tx, table)
+		})
 	}
 	if err != nil {
 		b.log.Warn("change log not purged; the next run purges it", "table", table, "err", hide(err, b.secret))
@@ -86,6 +106,9 @@ func (b *Backend) truncateConsumed(ctx context.Context, table string) (bool, err
 		return false, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := lockStreams(ctx, tx); err != nil {
+		return false, err
+	}
 	t, ok, err := b.tracked(ctx, tx, table)
 	if err != nil || !ok {
 		return !ok, err
@@ -154,11 +177,12 @@ func unconsumedSQL(ctx context.Context, q sinkpg.Querier, table string) (cond st
 	return cond, true, nil
 }
 
-// streamPositions returns the offsets of the streams on table, which both
-// purges read. known is false when one cannot be parsed: the log is then
+// streamPositions returns the offsets of the streams on table that are not
+// stale (the log keeps nothing for a stale stream), which both purges
+// read. known is false when one cannot be parsed: the log is then
 // left alone, and reads report the bad position.
 func streamPositions(ctx context.Context, q sinkpg.Querier, table string) (positions []Position, known bool, err error) {
-	rows, err := q.Query(ctx, `SELECT position FROM sluice.streams WHERE table_name = $1`, table)
+	rows, err := q.Query(ctx, `SELECT position FROM sluice.streams WHERE table_name = $1 AND stale_since IS NULL`, table)
 	if err != nil {
 		return nil, false, err
 	}

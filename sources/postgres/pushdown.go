@@ -272,6 +272,7 @@ func (pd *pushdown) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 	} else {
 		b.log.Info("pushdown run committed", "job", job, "stream", s.Name, "from", from.String(), "to", to.String())
 		b.purgeAfterCommit(ctx, s.Table)
+		b.purgeStreamless(ctx)
 	}
 	return stats, from, to, nil
 }

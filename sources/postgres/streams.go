@@ -31,7 +31,7 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 		mode = dsl.ModeStandard
 	}
 	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.tracking'))`); err != nil {
+		if err := lockStreams(ctx, tx); err != nil {
 			return err
 		}
 		t, ok, err := b.tracked(ctx, tx, st.Table)
@@ -75,9 +75,13 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 			return err
 		}
 		p := Position{System: sys, Snap: snap, Initial: st.ShowInitialRows}
-		_, err = tx.Exec(ctx, `INSERT INTO sluice.streams (name, table_name, mode, show_initial_rows, comment, id, position)
-			VALUES ($1, $2, $3, $4, $5, gen_random_uuid()::text, $6)`,
-			st.Stream, st.Table, mode, st.ShowInitialRows, st.Comment, p.String())
+		staleAfter := st.StaleAfter
+		if staleAfter <= 0 {
+			staleAfter = runner.DefaultStaleAfter
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO sluice.streams (name, table_name, mode, show_initial_rows, comment, id, position, stale_after)
+			VALUES ($1, $2, $3, $4, $5, gen_random_uuid()::text, $6, $7)`,
+			st.Stream, st.Table, mode, st.ShowInitialRows, st.Comment, p.String(), int64(staleAfter/time.Second))
 		if err == nil {
 			b.log.Info("table stream created", "stream", st.Stream, "table", st.Table, "mode", mode)
 		}
@@ -93,6 +97,9 @@ func (b *Backend) DropStream(ctx context.Context, name string, ifExists bool) er
 		return err
 	}
 	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if err := lockStreams(ctx, tx); err != nil {
+			return err
+		}
 		var table string
 		err := tx.QueryRow(ctx, `DELETE FROM sluice.streams WHERE name = $1 RETURNING table_name`, name).Scan(&table)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -108,15 +115,21 @@ func (b *Backend) DropStream(ctx context.Context, name string, ifExists bool) er
 	}), "drop table stream %s", name)
 }
 
-const streamColumns = `name, table_name, mode, show_initial_rows, comment, created_at, id, position`
+const streamColumns = `name, table_name, mode, show_initial_rows, comment, created_at, id, position, stale_after, stale_since`
 
 func scanStream(row pgx.Row) (*runner.StreamInfo, error) {
 	var s runner.StreamInfo
 	var pos string
-	if err := row.Scan(&s.Name, &s.Table, &s.Mode, &s.ShowInitialRows, &s.Comment, &s.Created, &s.ID, &pos); err != nil {
+	var staleAfter int64
+	var staleSince *time.Time
+	if err := row.Scan(&s.Name, &s.Table, &s.Mode, &s.ShowInitialRows, &s.Comment, &s.Created, &s.ID, &pos, &staleAfter, &staleSince); err != nil {
 		return nil, err
 	}
 	s.Created = s.Created.UTC()
+	s.StaleAfter = time.Duration(staleAfter) * time.Second
+	if staleSince != nil {
+		s.StaleSince = staleSince.UTC()
+	}
 	s.Offset = cdc.SingleOffset(pos)
 	return &s, nil
 }
@@ -165,6 +178,9 @@ func (b *Backend) describeStream(ctx context.Context, q sinkpg.Querier, name str
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s (stream %s is stale; enable tracking and recreate the stream)", ErrNotTracked, sinkpg.Quote(s.Table), name)
 	}
+	if !s.StaleSince.IsZero() {
+		return nil, nil, runner.StaleError(s.Name, s.Table, s.StaleAfter, s.StaleSince)
+	}
 	if err := b.checkLog(ctx, q, t); err != nil {
 		return nil, nil, err
 	}
@@ -187,6 +203,7 @@ func (b *Backend) Advance(ctx context.Context, s *runner.StreamInfo, from, to cd
 		return b.wrap(err, "advance table stream %s", s.Name)
 	}
 	b.purgeAfterCommit(ctx, s.Table)
+	b.purgeStreamless(ctx)
 	return nil
 }
 
@@ -262,6 +279,9 @@ var showColumns = []cdc.Column{
 	{Name: "offset", Type: cdc.TypeString, NotNull: true},
 	{Name: "created_on", Type: cdc.TypeTimestamp, NotNull: true},
 	{Name: "comment", Type: cdc.TypeString, NotNull: true},
+	{Name: "oldest_unconsumed", Type: cdc.TypeTimestamp},       // time of the oldest change it has not consumed; NULL when none
+	{Name: "stale_after", Type: cdc.TypeString, NotNull: true}, // its retention, e.g. 14d
+	{Name: "stale", Type: cdc.TypeBoolean, NotNull: true},      // past its retention: reading it fails
 }
 
 // describeColumns are the columns of DESCRIBE TABLE STREAM: the SHOW
@@ -272,8 +292,26 @@ var describeColumns = append(append([]cdc.Column(nil), showColumns...),
 	cdc.Column{Name: "id", Type: cdc.TypeString, NotNull: true},
 )
 
-func showRow(s *runner.StreamInfo) []any {
-	return []any{s.Name, s.Table, s.Mode, s.ShowInitialRows, s.Offset.String(), s.Created.UTC().Truncate(time.Microsecond), s.Comment}
+// showRow is a stream's row of SHOW TABLE STREAMS, read through q.
+func (b *Backend) showRow(ctx context.Context, q sinkpg.Querier, s *runner.StreamInfo) ([]any, error) {
+	var oldest any
+	if p, ok, err := OffsetPosition(s.Offset); err == nil && ok && s.StaleSince.IsZero() {
+		t, tracked, err := b.tracked(ctx, q, s.Table)
+		if err != nil {
+			return nil, err
+		}
+		if tracked {
+			at, pending, err := oldestUnconsumed(ctx, q, t, p)
+			if err != nil && !isUndefinedTable(err) {
+				return nil, b.wrap(err, "oldest unconsumed change of %s", s.Name)
+			}
+			if pending {
+				oldest = at.Truncate(time.Microsecond)
+			}
+		}
+	}
+	return []any{s.Name, s.Table, s.Mode, s.ShowInitialRows, s.Offset.String(), s.Created.UTC().Truncate(time.Microsecond), s.Comment,
+		oldest, runner.FormatRetention(s.StaleAfter), !s.StaleSince.IsZero()}, nil
 }
 
 // showStreams is SHOW TABLE STREAMS.
@@ -284,7 +322,11 @@ func (b *Backend) showStreams(ctx context.Context) (*runner.ResultSet, error) {
 	}
 	rs := &runner.ResultSet{Columns: showColumns, Rows: [][]any{}}
 	for _, s := range list {
-		rs.Rows = append(rs.Rows, showRow(s))
+		row, err := b.showRow(ctx, b.pool, s)
+		if err != nil {
+			return nil, err
+		}
+		rs.Rows = append(rs.Rows, row)
 	}
 	return rs, nil
 }
@@ -315,5 +357,9 @@ func (b *Backend) describe(ctx context.Context, name string) (*runner.ResultSet,
 			return nil, b.wrap(err, "describe table stream %s: count pending changes", name)
 		}
 	}
-	return &runner.ResultSet{Columns: describeColumns, Rows: [][]any{append(showRow(s), pending, s.ID)}}, nil
+	row, err := b.showRow(ctx, tx, s)
+	if err != nil {
+		return nil, err
+	}
+	return &runner.ResultSet{Columns: describeColumns, Rows: [][]any{append(row, pending, s.ID)}}, nil
 }
