@@ -228,3 +228,32 @@ func (r *Runner) RunJob(ctx context.Context, job *plan.Job) (*Result, error) {
 	}
 	return r.Run(ctx, p)
 }
+
+// TrimLogs bounds the change logs of the jobs' sources: it calls
+// LogKeeper.TrimLogs once on every distinct source backend of jobs that
+// keeps a change log, and returns their logs' sizes. Backends it cannot
+// open or trim are reported in the joined error; the others' sizes are
+// still returned. sluice serve calls it on every lag poll.
+func (r *Runner) TrimLogs(ctx context.Context, jobs []*plan.Job) ([]LogSize, error) {
+	seen := map[Backend]bool{}
+	var out []LogSize
+	var errs []error
+	for _, j := range jobs {
+		b, err := r.JobBackend(ctx, j, j.Conn)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s: %w", j.Name, err))
+			continue
+		}
+		lk, ok := b.(LogKeeper)
+		if !ok || seen[b] {
+			continue
+		}
+		seen[b] = true
+		sizes, err := lk.TrimLogs(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s: %w", j.Name, err))
+		}
+		out = append(out, sizes...)
+	}
+	return out, errors.Join(errs...)
+}

@@ -26,6 +26,8 @@ import (
 //	sluice_fires_skipped_total{job,reason}              counter; reason = running|locked
 //	sluice_last_success_timestamp_seconds{job}          gauge, Unix time of the last good run
 //	sluice_history_unrecorded_runs                      gauge, runs kept in memory until the history stores them
+//	sluice_change_log_rows{database,table}              gauge, rows in a tracked table's change log
+//	sluice_change_log_bytes{database,table}             gauge, bytes the change log occupies on disk
 //
 // plus the Go runtime and process collectors (CPU, memory, goroutines).
 //
@@ -46,6 +48,8 @@ type Metrics struct {
 	skipped     *prometheus.CounterVec
 	lastSuccess *prometheus.GaugeVec
 	unrecorded  prometheus.Gauge
+	logRows     *prometheus.GaugeVec
+	logBytes    *prometheus.GaugeVec
 }
 
 var _ runner.Observer = (*Metrics)(nil)
@@ -86,12 +90,18 @@ func NewMetrics() *Metrics {
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sluice_last_success_timestamp_seconds", Help: "Unix time at which the last successful run ended.",
 		}, job),
+		logRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_change_log_rows", Help: "Rows in the change log of a tracked table (what its streams have not consumed yet).",
+		}, []string{"database", "table"}),
+		logBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_change_log_bytes", Help: "Bytes the change log of a tracked table occupies on disk, as the database reports them.",
+		}, []string{"database", "table"}),
 		unrecorded: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sluice_history_unrecorded_runs", Help: "Runs kept in memory because the run history could not store them yet (retried until stored).",
 		}),
 	}
 	m.reg.MustRegister(m.runs, m.failures, m.rows, m.duration, m.lagChanges, m.lagSeconds,
-		m.stopped, m.running, m.skipped, m.lastSuccess, m.unrecorded,
+		m.stopped, m.running, m.skipped, m.lastSuccess, m.unrecorded, m.logRows, m.logBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -180,6 +190,12 @@ func classify(err error) Status {
 func (m *Metrics) SetLag(job string, lag Lag) {
 	m.lagChanges.WithLabelValues(job).Set(float64(lag.Changes))
 	m.lagSeconds.WithLabelValues(job).Set(lag.Age.Seconds())
+}
+
+// SetLogSize sets the change log gauges of one tracked table.
+func (m *Metrics) SetLogSize(sz runner.LogSize) {
+	m.logRows.WithLabelValues(sz.Database, sz.Table).Set(float64(sz.Rows))
+	m.logBytes.WithLabelValues(sz.Database, sz.Table).Set(float64(sz.Bytes))
 }
 
 // setUnrecorded sets the number of runs waiting for the history.

@@ -202,3 +202,27 @@ func (h *countingHistory) Record(ctx context.Context, r *Run) (int64, error) {
 	}
 	return id, err
 }
+
+// TestChangeLogMetrics: every lag poll calls TrimLogs with the loaded jobs
+// and publishes each log's rows and bytes.
+func TestChangeLogMetrics(t *testing.T) {
+	var calls atomic.Int64
+	trim := func(ctx context.Context, jobs []*plan.Job) ([]runner.LogSize, error) {
+		n := calls.Add(1)
+		if len(jobs) != 1 || jobs[0].Name != "j" {
+			return nil, errors.New("wrong jobs")
+		}
+		return []runner.LogSize{{Database: "/data/src.db", Table: "orders", Rows: 10 * n, Bytes: 4096 * n}}, nil
+	}
+	s, clock, _ := newTestServer(t, Config{Run: (&fakeRun{}).run, TrimLogs: trim, LagInterval: time.Minute}, testJob("j", "@every 1h"))
+	labels := map[string]string{"database": "/data/src.db", "table": "orders"}
+	waitFor(t, "the first trim", func() bool { return gaugeValue(t, s.Metrics(), "sluice_change_log_rows", labels) == 10 })
+	if v := gaugeValue(t, s.Metrics(), "sluice_change_log_bytes", labels); v != 4096 {
+		t.Errorf("sluice_change_log_bytes = %v, want 4096", v)
+	}
+	if err := clock.WaitTimers(t.Context(), 2); err != nil { // the next fire and the next poll
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	waitFor(t, "the second trim", func() bool { return gaugeValue(t, s.Metrics(), "sluice_change_log_rows", labels) == 20 })
+}

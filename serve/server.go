@@ -43,6 +43,10 @@ type WakerFunc func(ctx context.Context, job *plan.Job) (Waker, error)
 // the CLI implements it with the source backend).
 type LagFunc func(ctx context.Context, job *plan.Job) (Lag, error)
 
+// TrimLogsFunc purges what no stream can read from the change logs of the
+// sources of jobs (runner.LogKeeper) and returns their sizes.
+type TrimLogsFunc func(ctx context.Context, jobs []*plan.Job) ([]runner.LogSize, error)
+
 // Lag is how far a job's stream is behind.
 type Lag struct {
 	Changes int64         `json:"changes"` // changes pending after the job's offset
@@ -68,6 +72,10 @@ type Config struct {
 	Lag LagFunc
 	// LagInterval is how often Lag is called per job; 0 → 15s.
 	LagInterval time.Duration
+	// TrimLogs bounds the change logs of the jobs' sources and measures
+	// them, every LagInterval, for sluice_change_log_rows and
+	// sluice_change_log_bytes; optional.
+	TrimLogs TrimLogsFunc
 	// Waker gives continuous jobs a wake-up source; optional.
 	Waker WakerFunc
 	// Listen is the address of /healthz and /metrics (":9464"); "" → no
@@ -380,7 +388,7 @@ func (s *Server) Start(ctx context.Context) error {
 			s.rec.retryLoop(s.loopCtx, s.clock, s.cfg.RetryBackoff, s.rnd)
 		}()
 	}
-	if s.cfg.Lag != nil {
+	if s.cfg.Lag != nil || s.cfg.TrimLogs != nil {
 		s.loops.Add(1)
 		go func() {
 			defer s.loops.Done()
@@ -532,7 +540,8 @@ func (s *Server) emit(ev Event) {
 	}
 }
 
-// lagLoop refreshes every job's lag each LagInterval.
+// lagLoop refreshes every job's lag, and trims and measures the change
+// logs, each LagInterval.
 func (s *Server) lagLoop(ctx context.Context) {
 	for {
 		s.mu.Lock()
@@ -541,8 +550,13 @@ func (s *Server) lagLoop(ctx context.Context) {
 			jobs = append(jobs, e.job)
 		}
 		s.mu.Unlock()
-		for _, j := range jobs {
-			s.refreshLag(ctx, j)
+		if s.cfg.Lag != nil {
+			for _, j := range jobs {
+				s.refreshLag(ctx, j)
+			}
+		}
+		if s.cfg.TrimLogs != nil {
+			s.trimLogs(ctx, jobs)
 		}
 		t := s.clock.NewTimer(s.cfg.LagInterval)
 		select {
@@ -551,6 +565,19 @@ func (s *Server) lagLoop(ctx context.Context) {
 			return
 		case <-t.C():
 		}
+	}
+}
+
+// trimLogs calls Config.TrimLogs and sets the change log metrics.
+func (s *Server) trimLogs(ctx context.Context, jobs []*plan.Job) {
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	sizes, err := s.cfg.TrimLogs(tctx, jobs)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("trimming the change logs failed; the next poll tries again", "err", err)
+	}
+	for _, sz := range sizes {
+		s.metrics.SetLogSize(sz)
 	}
 }
 

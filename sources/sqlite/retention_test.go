@@ -142,7 +142,7 @@ func TestStaleStream(t *testing.T) {
 	if _, err := f.b.Stream(t.Context(), plan.Source{Stream: "quick"}); err != nil {
 		t.Fatalf("a stream within its retention: %v", err)
 	}
-	old := time.Now().UTC().Add(-2 * time.Hour).Format("2006-01-02 15:04:05.000") + "+00:00"
+	old := time.Now().UTC().Add(-2*time.Hour).Format("2006-01-02 15:04:05.000") + "+00:00"
 	f.sql(`UPDATE "`+log+`" SET ts = ?`, old)
 	if _, err := f.b.TrimLogs(t.Context()); err != nil {
 		t.Fatal(err)

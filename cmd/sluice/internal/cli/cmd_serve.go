@@ -79,7 +79,7 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 			return r.Run(ctx, prep)
 		},
 		Log: log, Locker: store, History: store, Listen: f.listen,
-		Lag: lagFunc(r), Waker: wakerFunc(r, log),
+		Lag: lagFunc(r), Waker: wakerFunc(r, log), TrimLogs: r.TrimLogs,
 	})
 	if err != nil {
 		return err

@@ -72,6 +72,9 @@ func cmdStatus(ctx context.Context, e *env, conn, state string, paths []string) 
 		}
 		if s.Lag != nil {
 			pending = fmt.Sprint(s.Lag.Changes)
+			if s.Lag.Age > 0 {
+				pending += " (oldest " + s.Lag.Age.Round(time.Second).String() + ")"
+			}
 		} else if s.LagError != "" {
 			pending = "error: " + s.LagError
 		}
