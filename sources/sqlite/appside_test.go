@@ -69,7 +69,7 @@ func python(t *testing.T, path, script string) {
 
 // state reads table through query (its columns in the order of schema)
 // into key → formatted row.
-func state(t *testing.T, db *sql.DB, query string, schema cdc.Schema) map[string]string {
+func state(t testing.TB, db *sql.DB, query string, schema cdc.Schema) map[string]string {
 	t.Helper()
 	rows, err := db.Query(query)
 	if err != nil {

@@ -70,6 +70,15 @@ func parseOffset(o cdc.Offset) (position, error) {
 	return parsePosition(s)
 }
 
+// parseRange parses the two offsets of a read or an advance.
+func parseRange(from, to cdc.Offset) (f, t position, err error) {
+	if f, err = parseOffset(from); err != nil {
+		return f, t, err
+	}
+	t, err = parseOffset(to)
+	return f, t, err
+}
+
 func parsePosition(s string) (position, error) {
 	var p position
 	if rest, ok := strings.CutPrefix(s, initialPrefix); ok {

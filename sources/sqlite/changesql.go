@@ -49,11 +49,7 @@ func (b *Backend) ChangesQueryOrdered(info *runner.StreamInfo, from, to cdc.Offs
 }
 
 func changesQuery(info *runner.StreamInfo, from, to cdc.Offset, withOrd bool) (string, []any, error) {
-	f, err := parseOffset(from)
-	if err != nil {
-		return "", nil, err
-	}
-	t, err := parseOffset(to)
+	f, t, err := parseRange(from, to)
 	if err != nil {
 		return "", nil, err
 	}
@@ -268,11 +264,7 @@ func checkAppendAbsent(ctx context.Context, q sqlitex.Querier, info *runner.Stre
 	if info.Mode != "APPEND_ONLY" {
 		return nil
 	}
-	f, err := parseOffset(from)
-	if err != nil {
-		return err
-	}
-	t, err := parseOffset(to)
+	f, t, err := parseRange(from, to)
 	if err != nil {
 		return err
 	}

@@ -283,11 +283,7 @@ func (b *Backend) Advance(ctx context.Context, s *runner.StreamInfo, from, to cd
 }
 
 func (b *Backend) advance(ctx context.Context, tx sqlitex.Querier, s *runner.StreamInfo, from, to cdc.Offset) error {
-	f, err := parseOffset(from)
-	if err != nil {
-		return err
-	}
-	t, err := parseOffset(to)
+	f, t, err := parseRange(from, to)
 	if err != nil {
 		return err
 	}
