@@ -139,13 +139,19 @@ CREATE TABLE IF NOT EXISTS sluice.tracking (
 	log_table   text NOT NULL,
 	func_name   text NOT NULL,
 	enabled_at  timestamptz NOT NULL DEFAULT now(),
-	paired_key  text[]
+	paired_key  text[],
+	attnames    text[]
 );
 DO $$ BEGIN
 	-- a schema from before paired_key; checked first, so the ALTER's lock is
 	-- taken only when it is missing
 	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sluice.tracking'::regclass AND attname = 'paired_key' AND NOT attisdropped) THEN
 		ALTER TABLE sluice.tracking ADD COLUMN paired_key text[];
+	END IF;
+	-- attnames (the table's column names by attnum when tracking was last
+	-- enabled, '' for a dropped one): a schema from before it
+	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sluice.tracking'::regclass AND attname = 'attnames' AND NOT attisdropped) THEN
+		ALTER TABLE sluice.tracking ADD COLUMN attnames text[];
 	END IF;
 END $$;
 ` + listenersDDL + `

@@ -140,3 +140,22 @@ func tableRows(t *testing.T, b *Backend, q string) []string {
 	}
 	return out
 }
+
+// tableRowsAll returns the rows of q, every column, as "c1 c2 …" in the
+// form fmtChange gives a change's values.
+func tableRowsAll(t *testing.T, b *Backend, q string) []string {
+	t.Helper()
+	rs, err := b.Query(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rs.Rows {
+		parts := make([]string, len(r))
+		for i, v := range r {
+			parts[i] = cdc.FormatValue(v, rs.Columns[i].Type)
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	return out
+}

@@ -402,12 +402,13 @@ func TestKeyNotLoggedRefused(t *testing.T) {
 	}
 
 	// Back to the old key: tracking takes c2 as a column, the stream
-	// reads its pending change.
+	// reads its pending changes, with the values of c2 that the UPDATE
+	// after the ADD COLUMN wrote (captured as JSON, moved into the log's
+	// new column by the enable).
 	sqlExec(t, b, `ALTER TABLE nl DROP CONSTRAINT nl_pkey`, `ALTER TABLE nl ADD PRIMARY KEY (id)`)
 	track(t, b, "nl")
-	if window, _ := bothReads(t, b, "nl_s"); len(window) != 1 {
-		t.Fatalf("pending changes read under the old key: %q, want one", window)
-	}
+	window, _ := bothReads(t, b, "nl_s")
+	check(t, "pending changes read under the old key", window, []string{"UPDATE_AFTER 1 x n1", "UPDATE_AFTER 2 b n2"})
 	sqlExec(t, b, toNewKey...)
 	track(t, b, "nl")
 	sqlExec(t, b, `UPDATE nl SET v = 'y' WHERE c2 = 'n2'`)

@@ -59,6 +59,15 @@ func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.Stream
 	if err != nil {
 		return nil, nil, Position{}, fmt.Errorf("stream %s: %w", s.Name, err)
 	}
+	var fromPos *Position
+	if has {
+		fromPos = &fp
+	}
+	if n, err := countExtraRows(ctx, tx, t, fromPos, now); err != nil {
+		return nil, nil, Position{}, b.wrap(err, "read table stream %s", s.Name)
+	} else if n > 0 {
+		return nil, nil, Position{}, fmt.Errorf("stream %s: %w", s.Name, extraRowsError(t, n))
+	}
 	if !has {
 		now.Batch = 1
 		return t, nil, now, nil

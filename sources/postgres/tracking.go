@@ -25,6 +25,10 @@ type Tracked struct {
 	// table without a primary key, or a function written before pairs
 	// were marked).
 	PairedKey []string
+	// HasExtra: the log has the __extra column (rows captured after a
+	// change of the table's columns, capture.go); false for a log from an
+	// earlier sluice whose tracking was not enabled again since.
+	HasExtra bool
 }
 
 // pairsKnown reports whether the log's 'U' rows are paired under the
@@ -95,6 +99,7 @@ func (b *Backend) checkLog(ctx context.Context, q sinkpg.Querier, t *Tracked) er
 	for _, c := range logTab.Columns {
 		have[c.Name] = c.PGType
 	}
+	_, t.HasExtra = have["__extra"]
 	for _, c := range t.Table.Columns {
 		if typ, ok := have[c.Name]; !ok || typ != c.PGType {
 			return fmt.Errorf("%w: column %s of %s is not in its change log as %s; run ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true') again",
@@ -183,17 +188,37 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 			return fmt.Errorf("%w: %s is a partition of %s, whose statements would not fire its capture triggers; enable change tracking on %s instead",
 				ErrIsPartition, sinkpg.Quote(table), parent, parent)
 		}
+		var relid uint32
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(table)).Scan(&relid); err != nil {
+			return err
+		}
+		attrs, err := tableAttributes(ctx, tx, relid)
+		if err != nil {
+			return err
+		}
 		t := &Tracked{Table: tab, Log: objectName("log_", table), Func: objectName("cap_", table), PairedKey: tab.Key}
 		old, tracked, err := b.tracked(ctx, tx, table)
 		if err != nil {
 			return err
 		}
+		var oldNames []string
 		if tracked {
 			t.Log, t.Func = old.Log, old.Func
+			if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}') FROM sluice.tracking WHERE table_name = $1`, table).Scan(&oldNames); err != nil {
+				return err
+			}
+			if err := followColumns(ctx, tx, t, attrs, oldNames); err != nil {
+				return err
+			}
 		}
-		for _, s := range trackingDDL(t, qualified) {
+		for _, s := range trackingDDL(t, qualified, attrs) {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return fmt.Errorf("%w (in: %s)", err, firstLine(s))
+			}
+		}
+		if tracked {
+			if err := migrateExtra(ctx, tx, t); err != nil {
+				return err
 			}
 		}
 		if tracked && !slices.Equal(old.PairedKey, t.PairedKey) {
@@ -213,8 +238,8 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 		if len(t.PairedKey) > 0 {
 			paired = t.PairedKey
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key`, table, t.Log, t.Func, paired)
+		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key, attnames) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key, attnames = EXCLUDED.attnames`, table, t.Log, t.Func, paired, attnamesOf(attrs))
 		return err
 	}), "enable change tracking on %s", sinkpg.Quote(table))
 }
@@ -225,104 +250,6 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
-}
-
-// trackingDDL returns the statements that create (or update) the log
-// table, capture function and triggers of t. qualified is the table's
-// schema-qualified quoted name.
-func trackingDDL(t *Tracked, qualified string) []string {
-	log := t.LogRef()
-	fn := "sluice." + sinkpg.Quote(t.Func)
-	var defs, cols []string
-	for _, c := range t.Table.Columns {
-		defs = append(defs, sinkpg.Quote(c.Name)+" "+c.PGType)
-		cols = append(cols, sinkpg.Quote(c.Name))
-	}
-	cl := strings.Join(cols, ", ")
-	// An UPDATE's new images are 'U' (paired: each has an old image of
-	// the same key earlier in the statement) when no new key is missing
-	// from the old keys, else 'A', decided once per statement by an
-	// InitPlan inside the one INSERT. EXCEPT hashes or sorts whatever plan
-	// PL/pgSQL caches for the transition tables' sizes; a join could be
-	// cached as a nested loop from one-row statements and turn a bulk
-	// UPDATE quadratic. Measured against the function without the check
-	// (PostgreSQL 15, pgbench scale 10, alternating): pgbench tpcb-like TPS
-	// the same within the runs' noise, a 100,000-row UPDATE 0.80 s
-	// against 0.72 s. Two alternatives were measured and dropped
-	// (docs/benchmarks.md): pairing told by the key columns a statement
-	// sets (a statement-level AFTER UPDATE OF trigger) measured faster
-	// under concurrent writers but misses keys changed by BEFORE triggers;
-	// a row-level AFTER UPDATE trigger WHEN the key changed, which does
-	// not, measured no faster than this.
-	newOp := `'A'`
-	if keys := t.PairedKey; len(keys) > 0 {
-		kl := sinkpg.QuoteList("", keys)
-		newOp = fmt.Sprintf(`(SELECT CASE WHEN EXISTS (SELECT %[1]s FROM sluice_new EXCEPT SELECT %[1]s FROM sluice_old) THEN 'A' ELSE 'U' END)`, kl)
-	}
-	update := fmt.Sprintf(`INSERT INTO %[1]s (__op, %[2]s) SELECT 'B'::pg_catalog."char", %[2]s FROM sluice_old UNION ALL SELECT %[3]s::pg_catalog."char", %[2]s FROM sluice_new;`, log, cl, newOp)
-	out := []string{
-		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-	__seq  bigserial NOT NULL,
-	__txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
-	__op   "char" NOT NULL,
-	__ts   timestamptz NOT NULL DEFAULT now()
-)`, log),
-		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid)`, sinkpg.Quote(objectName("", t.Log+"_txid")), log),
-	}
-	for _, d := range defs {
-		out = append(out, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s`, log, d))
-	}
-	// GET DIAGNOSTICS after the one INSERT that ran: a statement that
-	// touched no row does not notify, nor does one while no session
-	// listens on the channel (notifyGate, RegisterListener). NOTIFYs are
-	// delivered at commit, once per channel and transaction however many
-	// statements sent them. use_column: a table column named like the
-	// variable stays a column.
-	//
-	// The function has no SET search_path: a function with SET clauses
-	// saves and restores the settings on every call, which cost a one-row
-	// UPDATE 3–7 µs of the capture's 16–23 µs (server time of a DO loop
-	// of one-row UPDATEs, bench/pgcapture/variants.sh loop, two runs). So
-	// that a schema ahead of pg_catalog in a writer's path cannot shadow
-	// anything it uses (and run code as the writer), it names nothing
-	// through that path: tables, functions, operators and the "char" type
-	// are qualified, transition tables take precedence over relations of
-	// the same name, and EXCEPT compares keys with their types' default
-	// operator classes (TestCaptureIgnoresSearchPath).
-	out = append(out, fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s() RETURNS trigger LANGUAGE plpgsql AS $sluice$
-#variable_conflict use_column
-DECLARE
-	n bigint;
-BEGIN
-	IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
-		INSERT INTO %[2]s (__op, %[3]s) SELECT 'I', %[3]s FROM sluice_new;
-	ELSIF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
-		%[6]s
-	ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
-		INSERT INTO %[2]s (__op, %[3]s) SELECT 'D', %[3]s FROM sluice_old;
-	ELSIF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
-		INSERT INTO %[2]s (__op, %[3]s) SELECT 'D', %[3]s FROM %[4]s;
-	END IF;
-	GET DIAGNOSTICS n = ROW_COUNT;
-	IF n OPERATOR(pg_catalog.>) 0 AND %[7]s THEN
-		PERFORM pg_catalog.pg_notify(%[5]s, '');
-	END IF;
-	RETURN NULL;
-END
-$sluice$`, fn, log, cl, qualified, sqlLiteral(NotifyChannel(t.Table.Name)), update, notifyGate(NotifyChannel(t.Table.Name))))
-	for _, name := range triggerNames {
-		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))
-	}
-	out = append(out,
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_ins AFTER INSERT ON %s REFERENCING NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_upd AFTER UPDATE ON %s REFERENCING OLD TABLE AS sluice_old NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_del AFTER DELETE ON %s REFERENCING OLD TABLE AS sluice_old FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-	)
-	for _, name := range triggerNames {
-		out = append(out, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, qualified, name))
-	}
-	return out
 }
 
 // DisableTracking removes change capture from table: triggers, function,

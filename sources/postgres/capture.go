@@ -1,0 +1,225 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
+)
+
+// attribute is one column of a tracked table as pg_attribute has it.
+type attribute struct {
+	Num     int16  // attnum, from 1
+	Name    string // attname
+	TypeOID uint32 // atttypid
+	TypeMod int32  // atttypmod
+}
+
+// tableAttributes reads the live columns of the table with oid relid,
+// in attnum order.
+func tableAttributes(ctx context.Context, q sinkpg.Querier, relid uint32) ([]attribute, error) {
+	rows, err := q.Query(ctx, `SELECT attnum, attname::text, atttypid, atttypmod FROM pg_catalog.pg_attribute
+		WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, relid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []attribute
+	for rows.Next() {
+		var a attribute
+		if err := rows.Scan(&a.Num, &a.Name, &a.TypeOID, &a.TypeMod); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// shapeCheck returns the capture function's SQL condition, true while
+// the table (TG_RELID) has exactly the live columns attrs — same attnum,
+// name, type and type modifier, none added — so the typed INSERTs, which
+// name those columns, work and miss nothing. It is one index scan of
+// pg_attribute per statement; each row is compared with arrays indexed
+// by attnum (a column beyond them compares NULL, which fails).
+func shapeCheck(attrs []attribute) string {
+	maxNum := 0
+	for _, a := range attrs {
+		maxNum = max(maxNum, int(a.Num))
+	}
+	names := make([]string, maxNum)
+	oids := make([]string, maxNum)
+	mods := make([]string, maxNum)
+	for i := range maxNum {
+		names[i], oids[i], mods[i] = `""`, "0", "0"
+	}
+	for _, a := range attrs {
+		names[a.Num-1] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(a.Name) + `"`
+		oids[a.Num-1] = strconv.FormatUint(uint64(a.TypeOID), 10)
+		mods[a.Num-1] = strconv.FormatInt(int64(a.TypeMod), 10)
+	}
+	arr := func(elems []string, typ string) string {
+		return sqlLiteral("{"+strings.Join(elems, ",")+"}") + "::pg_catalog." + typ + "[]"
+	}
+	return fmt.Sprintf(`(SELECT pg_catalog.count(*) FILTER (WHERE a.attname OPERATOR(pg_catalog.=) (%[1]s)[a.attnum]
+		AND a.atttypid OPERATOR(pg_catalog.=) (%[2]s)[a.attnum] AND a.atttypmod OPERATOR(pg_catalog.=) (%[3]s)[a.attnum]) OPERATOR(pg_catalog.=) %[4]d
+		AND pg_catalog.count(*) OPERATOR(pg_catalog.=) %[4]d
+	FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) TG_RELID AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) IS TRUE`,
+		arr(names, "name"), arr(oids, "oid"), arr(mods, "int4"), len(attrs))
+}
+
+// trackingDDL returns the statements that create (or update) the log
+// table, capture function and triggers of t. qualified is the table's
+// schema-qualified quoted name, attrs its live columns (tableAttributes),
+// which must be t.Table.Columns.
+func trackingDDL(t *Tracked, qualified string, attrs []attribute) []string {
+	log := t.LogRef()
+	fn := "sluice." + sinkpg.Quote(t.Func)
+	var defs, cols []string
+	for _, c := range t.Table.Columns {
+		defs = append(defs, sinkpg.Quote(c.Name)+" "+c.PGType)
+		cols = append(cols, sinkpg.Quote(c.Name))
+	}
+	cl := strings.Join(cols, ", ")
+	// An UPDATE's new images are 'U' (paired: each has an old image of
+	// the same key earlier in the statement) when no new key is missing
+	// from the old keys, else 'A', decided once per statement by an
+	// InitPlan inside the one INSERT. EXCEPT hashes or sorts whatever plan
+	// PL/pgSQL caches for the transition tables' sizes; a join could be
+	// cached as a nested loop from one-row statements and turn a bulk
+	// UPDATE quadratic. Measured against the function without the check
+	// (PostgreSQL 15, pgbench scale 10, alternating): pgbench tpcb-like TPS
+	// the same within the runs' noise, a 100,000-row UPDATE 0.80 s
+	// against 0.72 s. Two alternatives were measured and dropped
+	// (docs/benchmarks.md): pairing told by the key columns a statement
+	// sets (a statement-level AFTER UPDATE OF trigger) measured faster
+	// under concurrent writers but misses keys changed by BEFORE triggers;
+	// a row-level AFTER UPDATE trigger WHEN the key changed, which does
+	// not, measured no faster than this.
+	newOp := `'A'`
+	if keys := t.PairedKey; len(keys) > 0 {
+		kl := sinkpg.QuoteList("", keys)
+		newOp = fmt.Sprintf(`(SELECT CASE WHEN EXISTS (SELECT %[1]s FROM sluice_new EXCEPT SELECT %[1]s FROM sluice_old) THEN 'A' ELSE 'U' END)`, kl)
+	}
+	update := fmt.Sprintf(`INSERT INTO %[1]s (__op, %[2]s) SELECT 'B'::pg_catalog."char", %[2]s FROM sluice_old UNION ALL SELECT %[3]s::pg_catalog."char", %[2]s FROM sluice_new;`, log, cl, newOp)
+	out := []string{
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+	__seq  bigserial NOT NULL,
+	__txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+	__op   "char" NOT NULL,
+	__ts   timestamptz NOT NULL DEFAULT now()
+)`, log),
+		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid)`, sinkpg.Quote(objectName("", t.Log+"_txid")), log),
+		// __extra: the whole row as JSON (to_json), for the rows logged
+		// while the table's columns differ from the log's (shapeCheck);
+		// the partial index lets a read find them in its window at once.
+		fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS __extra json`, log),
+		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid) WHERE __extra IS NOT NULL`, sinkpg.Quote(objectName("", t.Log+"_extra")), log),
+	}
+	for _, d := range defs {
+		out = append(out, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s`, log, d))
+	}
+	// The function runs as the role that enabled tracking (SECURITY
+	// DEFINER; it owns the log), so any role that may write the table
+	// has its changes logged without a grant on schema sluice; EXECUTE is
+	// revoked from PUBLIC (a trigger function cannot be called directly
+	// anyway).
+	//
+	// Typed path: while the table has exactly the columns it had when
+	// tracking was enabled (shapeCheck, one catalog lookup per
+	// statement), one INSERT … SELECT per statement names them. After any
+	// DDL that adds, drops, renames or retypes a column, that INSERT
+	// would fail (and fail the application's statement), so the function
+	// logs the whole row as to_json(row) in __extra instead, naming no
+	// column; reads refuse such rows until tracking is enabled again,
+	// which moves them into typed columns (migrateExtra). to_json writes
+	// float4/float8 with the session's extra_float_digits: below 1 it
+	// would round, so the JSON path raises it to 3 for its INSERT and
+	// restores it; likewise it writes intervals with IntervalStyle
+	// postgres, which sluice's session reads back the same (sql_standard
+	// output is read differently under another style). TRUNCATE reads the table through TG_RELID (EXECUTE),
+	// never through the name it had when tracking was enabled.
+	//
+	// GET DIAGNOSTICS after the one INSERT that ran: a statement that
+	// touched no row does not notify, nor does one while no session
+	// listens on the channel (notifyGate, RegisterListener). NOTIFYs are
+	// delivered at commit, once per channel and transaction however many
+	// statements sent them. use_column: a table column named like the
+	// variable stays a column.
+	//
+	// The function has no SET search_path: a function with SET clauses
+	// saves and restores the settings on every call, which cost a one-row
+	// UPDATE 3–7 µs of the capture's 16–23 µs (server time of a DO loop
+	// of one-row UPDATEs, bench/pgcapture/variants.sh loop, two runs). So
+	// that a schema ahead of pg_catalog in a writer's path cannot shadow
+	// anything it uses (and run code as the tracking role), it names
+	// nothing through that path: tables, types, functions and operators
+	// are qualified, transition tables take precedence over relations of
+	// the same name, and EXCEPT compares keys with their types' default
+	// operator classes (TestCaptureIgnoresSearchPath).
+	out = append(out, fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $sluice$
+#variable_conflict use_column
+DECLARE
+	n bigint;
+	fd pg_catalog.text;
+	st pg_catalog.text;
+BEGIN
+	IF %[8]s THEN
+		IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
+			INSERT INTO %[2]s (__op, %[3]s) SELECT 'I', %[3]s FROM sluice_new;
+		ELSIF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
+			%[6]s
+		ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+			INSERT INTO %[2]s (__op, %[3]s) SELECT 'D', %[3]s FROM sluice_old;
+		ELSIF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
+			EXECUTE %[4]s OPERATOR(pg_catalog.||) TG_RELID::pg_catalog.regclass::pg_catalog.text;
+		END IF;
+		GET DIAGNOSTICS n = ROW_COUNT;
+	ELSE
+		fd := pg_catalog.current_setting('extra_float_digits');
+		st := pg_catalog.current_setting('IntervalStyle');
+		IF fd::pg_catalog.int4 OPERATOR(pg_catalog.<) 1 THEN
+			PERFORM pg_catalog.set_config('extra_float_digits', '3', true);
+		END IF;
+		IF st OPERATOR(pg_catalog.<>) 'postgres' THEN
+			PERFORM pg_catalog.set_config('IntervalStyle', 'postgres', true);
+		END IF;
+		IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
+			INSERT INTO %[2]s (__op, __extra) SELECT 'I', pg_catalog.to_json(r) FROM sluice_new r;
+		ELSIF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
+			INSERT INTO %[2]s (__op, __extra) SELECT 'B'::pg_catalog."char", pg_catalog.to_json(r) FROM sluice_old r UNION ALL SELECT 'A'::pg_catalog."char", pg_catalog.to_json(r) FROM sluice_new r;
+		ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+			INSERT INTO %[2]s (__op, __extra) SELECT 'D', pg_catalog.to_json(r) FROM sluice_old r;
+		ELSIF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
+			EXECUTE %[9]s OPERATOR(pg_catalog.||) TG_RELID::pg_catalog.regclass::pg_catalog.text OPERATOR(pg_catalog.||) ' r';
+		END IF;
+		GET DIAGNOSTICS n = ROW_COUNT;
+		IF fd::pg_catalog.int4 OPERATOR(pg_catalog.<) 1 THEN
+			PERFORM pg_catalog.set_config('extra_float_digits', fd, true);
+		END IF;
+		IF st OPERATOR(pg_catalog.<>) 'postgres' THEN
+			PERFORM pg_catalog.set_config('IntervalStyle', st, true);
+		END IF;
+	END IF;
+	IF n OPERATOR(pg_catalog.>) 0 AND %[7]s THEN
+		PERFORM pg_catalog.pg_notify(%[5]s, '');
+	END IF;
+	RETURN NULL;
+END
+$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Table.Name)), update, notifyGate(NotifyChannel(t.Table.Name)), shapeCheck(attrs), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra) SELECT 'D', pg_catalog.to_json(r) FROM `, log))),
+		fmt.Sprintf(`REVOKE ALL ON FUNCTION %s() FROM PUBLIC`, fn))
+	for _, name := range triggerNames {
+		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))
+	}
+	out = append(out,
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_ins AFTER INSERT ON %s REFERENCING NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_upd AFTER UPDATE ON %s REFERENCING OLD TABLE AS sluice_old NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_del AFTER DELETE ON %s REFERENCING OLD TABLE AS sluice_old FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+	)
+	for _, name := range triggerNames {
+		out = append(out, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, qualified, name))
+	}
+	return out
+}
