@@ -99,4 +99,3 @@ func TestDDLNeverBreaksWriters(t *testing.T) {
 		check(t, st.name, sorted(gotKeyed), sorted(want))
 	}
 }
-

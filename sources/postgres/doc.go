@@ -13,11 +13,25 @@
 //     PostgreSQL types, no constraints) plus __seq bigserial, __txid xid8
 //     (pg_current_xact_id()), __op "char" and __ts timestamptz (now(), the
 //     writing transaction's timestamp), indexed on __txid;
-//   - one plpgsql function sluice."cap_<t>"() and four statement-level
-//     triggers: AFTER INSERT / UPDATE / DELETE with transition tables (one
-//     INSERT … SELECT per statement, however many rows it touched) and
-//     BEFORE TRUNCATE, which logs every row as deleted. All are ENABLE
-//     ALWAYS, so session_replication_role = replica does not skip them.
+//   - one plpgsql function sluice."cap_<t>"(), SECURITY DEFINER (it runs
+//     as the role that enabled tracking, so any role that may write the
+//     table has its changes logged), and four statement-level triggers:
+//     AFTER INSERT / UPDATE / DELETE with transition tables (one INSERT …
+//     SELECT per statement, however many rows it touched) and BEFORE
+//     TRUNCATE, which logs every row as deleted (reading the table by
+//     TG_RELID, not by name). All are ENABLE ALWAYS, so
+//     session_replication_role = replica does not skip them.
+//
+// The function checks once per statement that the table still has the
+// columns (attnum, name, type) it had when tracking was enabled; after a
+// DDL that adds, drops, renames or retypes one, it logs each row as
+// to_json(row) in the log's __extra column instead of naming columns that
+// may no longer exist, so the application's statements never fail
+// because of capture. A read whose window holds such rows refuses
+// (ErrTableChanged) and names ALTER TABLE … SET PROPERTIES
+// ('change_tracking' = 'true'), which brings the log in line (rename by
+// attnum, type conversion, new columns) and moves the JSON rows into the
+// typed columns (schemachange.go).
 //
 // The capture function also runs pg_notify(NotifyChannel(t)) (empty
 // payload) after a statement that logged at least one row, while some
