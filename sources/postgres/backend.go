@@ -140,7 +140,8 @@ CREATE TABLE IF NOT EXISTS sluice.tracking (
 	func_name   text NOT NULL,
 	enabled_at  timestamptz NOT NULL DEFAULT now(),
 	paired_key  text[],
-	attnames    text[]
+	attnames    text[],
+	relid       oid
 );
 DO $$ BEGIN
 	-- a schema from before paired_key; checked first, so the ALTER's lock is
@@ -152,6 +153,9 @@ DO $$ BEGIN
 	-- enabled, '' for a dropped one): a schema from before it
 	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sluice.tracking'::regclass AND attname = 'attnames' AND NOT attisdropped) THEN
 		ALTER TABLE sluice.tracking ADD COLUMN attnames text[];
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sluice.tracking'::regclass AND attname = 'relid' AND NOT attisdropped) THEN
+		ALTER TABLE sluice.tracking ADD COLUMN relid oid;
 	END IF;
 END $$;
 ` + listenersDDL + `

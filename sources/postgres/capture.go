@@ -207,7 +207,7 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END
-$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Table.Name)), update, notifyGate(NotifyChannel(t.Table.Name)), shapeCheck(attrs), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra) SELECT 'D', pg_catalog.to_json(r) FROM `, log))),
+$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Key)), update, notifyGate(NotifyChannel(t.Key)), shapeCheck(attrs), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra) SELECT 'D', pg_catalog.to_json(r) FROM `, log))),
 		fmt.Sprintf(`REVOKE ALL ON FUNCTION %s() FROM PUBLIC`, fn))
 	for _, name := range triggerNames {
 		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))

@@ -21,6 +21,15 @@ var (
 	ErrStreamExists = errors.New("table stream already exists")
 	// ErrNoTable is a statement on a table that does not exist.
 	ErrNoTable = errors.New("table does not exist")
+	// ErrTableDropped is a tracked table that was dropped (the oid recorded
+	// when tracking was enabled no longer exists).
+	ErrTableDropped = errors.New("tracked table was dropped")
+	// ErrNameInUse is enabling tracking on a table whose name is the
+	// tracking key of another, renamed, tracked table.
+	ErrNameInUse = errors.New("name is recorded for another tracked table")
+	// ErrTriggersMissing is a tracked table whose capture triggers are
+	// missing or disabled.
+	ErrTriggersMissing = errors.New("capture triggers are missing")
 	// ErrIsPartition is enabling change tracking on a partition: its
 	// statement-level triggers do not fire for statements on the
 	// partitioned table, so changes made through it would be missed.

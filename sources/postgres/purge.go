@@ -110,6 +110,9 @@ func (b *Backend) truncateConsumed(ctx context.Context, table string) (bool, err
 		return false, err
 	}
 	t, ok, err := b.tracked(ctx, tx, table)
+	if errors.Is(err, ErrTableDropped) {
+		return true, nil // disabling tracking removes the log
+	}
 	if err != nil || !ok {
 		return !ok, err
 	}

@@ -48,8 +48,14 @@ func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.Stream
 	if !ok {
 		return nil, nil, Position{}, fmt.Errorf("%w: %s (stream %s)", ErrNotTracked, sinkpg.Quote(s.Table), s.Name)
 	}
+	if err := checkKey(s, t); err != nil {
+		return nil, nil, Position{}, err
+	}
 	if err := b.checkLog(ctx, tx, t); err != nil {
 		return nil, nil, Position{}, err
+	}
+	if err := checkTriggers(ctx, tx, t); err != nil {
+		return nil, nil, Position{}, b.wrap(err, "read table stream %s", s.Name)
 	}
 	if b.NetChanges(s) && t.Table.KeyDeferred {
 		return nil, nil, Position{}, deferredKeyError(t.Table)

@@ -181,6 +181,9 @@ func (b *Backend) describeStream(ctx context.Context, q sinkpg.Querier, name str
 	if !s.StaleSince.IsZero() {
 		return nil, nil, runner.StaleError(s.Name, s.Table, s.StaleAfter, s.StaleSince)
 	}
+	if err := checkKey(s, t); err != nil {
+		return nil, nil, err
+	}
 	if err := b.checkLog(ctx, q, t); err != nil {
 		return nil, nil, err
 	}
@@ -239,6 +242,9 @@ func (b *Backend) advance(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, 
 // no reader needs a purged row.
 func (b *Backend) purge(ctx context.Context, tx pgx.Tx, table string) error {
 	t, ok, err := b.tracked(ctx, tx, table)
+	if errors.Is(err, ErrTableDropped) {
+		return nil // disabling tracking removes the log
+	}
 	if err != nil || !ok {
 		return err
 	}

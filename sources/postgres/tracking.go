@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/runner"
 	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
 )
 
@@ -25,6 +27,14 @@ type Tracked struct {
 	// table without a primary key, or a function written before pairs
 	// were marked).
 	PairedKey []string
+	// Key is the table's name in sluice.tracking and sluice.streams: its
+	// name when tracking was enabled (Table.Name is its name now; a
+	// renamed table is followed by Relid). The log, function and NOTIFY
+	// channel are named after it.
+	Key string
+	// Relid is the table's oid, 0 when tracking was enabled by a sluice
+	// that did not record it (the table is then found by name).
+	Relid uint32
 	// HasExtra: the log has the __extra column (rows captured after a
 	// change of the table's columns, capture.go); false for a log from an
 	// earlier sluice whose tracking was not enabled again since.
@@ -64,26 +74,91 @@ func objectName(prefix, table string) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
-// tracked returns the tracking of table, ok false when it has none.
+// tracked returns the tracking of table (its name in sluice.tracking),
+// ok false when it has none. The table is found by the oid recorded when
+// tracking was enabled, so a renamed table is still the tracked one
+// (Table.Name is its name now) and a table created under the old name is
+// not; a dropped one is ErrTableDropped, saying how to go on.
 func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (*Tracked, bool, error) {
-	var t Tracked
-	err := q.QueryRow(ctx, `SELECT log_table, func_name, enabled_at::text, paired_key FROM sluice.tracking WHERE table_name = $1`, table).
-		Scan(&t.Log, &t.Func, &t.Created, &t.PairedKey)
+	t := Tracked{Key: table}
+	var relid *uint32
+	err := q.QueryRow(ctx, `SELECT log_table, func_name, enabled_at::text, paired_key, relid FROM sluice.tracking WHERE table_name = $1`, table).
+		Scan(&t.Log, &t.Func, &t.Created, &t.PairedKey, &relid)
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, b.wrap(err, "read tracking of %s", sinkpg.Quote(table))
 	}
-	tab, ok, err := sinkpg.DescribeTable(ctx, q, table)
+	name := table
+	if relid != nil {
+		t.Relid = *relid
+		var cur, schema string
+		var visible bool
+		err := q.QueryRow(ctx, `SELECT c.relname::text, n.nspname::text, pg_catalog.pg_table_is_visible(c.oid) FROM pg_catalog.pg_class c
+			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1 AND c.relkind IN ('r', 'p')`, *relid).Scan(&cur, &schema, &visible)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, droppedError(ctx, q, table)
+		}
+		if err != nil {
+			return nil, false, b.wrap(err, "find tracked table %s", sinkpg.Quote(table))
+		}
+		if !visible {
+			return nil, false, fmt.Errorf("%w: tracked table %s is now %s.%s, in a schema not on this connection's search_path; its changes are still captured: add the schema to the connection's search_path (options=-csearch_path=…) to read them",
+				ErrNoTable, sinkpg.Quote(table), sinkpg.Quote(schema), sinkpg.Quote(cur))
+		}
+		name = cur
+	}
+	tab, ok, err := sinkpg.DescribeTable(ctx, q, name)
 	if err != nil {
-		return nil, false, b.wrap(err, "describe %s", sinkpg.Quote(table))
+		return nil, false, b.wrap(err, "describe %s", sinkpg.Quote(name))
 	}
 	if !ok {
-		return nil, false, fmt.Errorf("%w: %s (it has change tracking; DROP TABLE through sluice removes the log)", ErrNoTable, sinkpg.Quote(table))
+		return nil, false, droppedError(ctx, q, table)
 	}
 	t.Table = tab
 	return &t, true, nil
+}
+
+// droppedError is ErrTableDropped for the tracked table table, naming its
+// streams and the statements that clean up.
+func droppedError(ctx context.Context, q sinkpg.Querier, table string) error {
+	names, _ := streamsOn(ctx, q, table)
+	how := fmt.Sprintf("ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'false') removes its change log", table)
+	if len(names) > 0 {
+		how = fmt.Sprintf("drop its streams (DROP TABLE STREAM %s), then %s", strings.Join(names, "; DROP TABLE STREAM "), how)
+	}
+	return fmt.Errorf("%w: %s was dropped after change tracking was enabled on it; its streams cannot be read any more, and a table created under its name is not tracked until tracking is enabled on it. To go on: %s; then enable tracking on the new table, create its streams and run sluice backfill on their jobs",
+		ErrTableDropped, sinkpg.Quote(table), how)
+}
+
+// checkTriggers verifies that the four capture triggers of t exist and
+// fire always (ErrTriggersMissing otherwise): a table whose triggers were
+// dropped or disabled would read as if nothing changed.
+func checkTriggers(ctx context.Context, q sinkpg.Querier, t *Tracked) error {
+	if t.Relid == 0 {
+		return nil
+	}
+	var n int
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = $1 AND tgname = ANY($2) AND tgenabled = 'A'
+		AND tgfoid = $3::regprocedure`, t.Relid, triggerNames, "sluice."+sinkpg.Quote(t.Func)+"()").Scan(&n); err != nil {
+		return err
+	}
+	if n != len(triggerNames) {
+		return fmt.Errorf("%w: %d of the %d capture triggers of %s (%s) exist and are enabled; changes written since they went missing were not captured. Enable tracking again (ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true')) and run sluice backfill on the jobs of its streams",
+			ErrTriggersMissing, n, len(triggerNames), sinkpg.Quote(t.Table.Name), strings.Join(triggerNames, ", "), t.Table.Name)
+	}
+	return nil
+}
+
+// checkKey refuses a STANDARD stream on a table that has no primary key
+// any more (net changes are per key).
+func checkKey(s *runner.StreamInfo, t *Tracked) error {
+	if s.Mode == dsl.ModeAppendOnly || len(t.Table.Key) > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s has no primary key any more, and stream %s is STANDARD (net changes per primary key); nothing was read. Add the key back (ALTER TABLE %s ADD PRIMARY KEY (…)) and enable tracking again, or drop the stream and create an APPEND_ONLY one",
+		ErrNoPrimaryKey, sinkpg.Quote(t.Table.Name), s.Name, sinkpg.Quote(t.Table.Name))
 }
 
 // checkLog verifies that every table column has a log column.
@@ -134,7 +209,7 @@ func checkPendingKeys(ctx context.Context, tx pgx.Tx, t *Tracked) error {
 	if len(t.Table.Key) == 0 {
 		return nil
 	}
-	pending, known, err := unconsumedSQL(ctx, tx, t.Table.Name)
+	pending, known, err := unconsumedSQL(ctx, tx, t.Key)
 	if err != nil {
 		return err
 	}
@@ -196,15 +271,19 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 		if err != nil {
 			return err
 		}
-		t := &Tracked{Table: tab, Log: objectName("log_", table), Func: objectName("cap_", table), PairedKey: tab.Key}
-		old, tracked, err := b.tracked(ctx, tx, table)
+		key, err := trackingKey(ctx, tx, table, relid)
+		if err != nil {
+			return err
+		}
+		t := &Tracked{Table: tab, Key: key, Relid: relid, Log: objectName("log_", key), Func: objectName("cap_", key), PairedKey: tab.Key}
+		old, tracked, err := b.tracked(ctx, tx, key)
 		if err != nil {
 			return err
 		}
 		var oldNames []string
 		if tracked {
 			t.Log, t.Func = old.Log, old.Func
-			if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}') FROM sluice.tracking WHERE table_name = $1`, table).Scan(&oldNames); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}') FROM sluice.tracking WHERE table_name = $1`, key).Scan(&oldNames); err != nil {
 				return err
 			}
 			if err := followColumns(ctx, tx, t, attrs, oldNames); err != nil {
@@ -238,9 +317,12 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 		if len(t.PairedKey) > 0 {
 			paired = t.PairedKey
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key, attnames) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key, attnames = EXCLUDED.attnames`, table, t.Log, t.Func, paired, attnamesOf(attrs))
-		return err
+		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key, attnames, relid) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key, attnames = EXCLUDED.attnames, relid = EXCLUDED.relid`, key, t.Log, t.Func, paired, attnamesOf(attrs), relid)
+		if err != nil {
+			return err
+		}
+		return checkTriggers(ctx, tx, t)
 	}), "enable change tracking on %s", sinkpg.Quote(table))
 }
 
@@ -263,34 +345,91 @@ func (b *Backend) DisableTracking(ctx context.Context, table string) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.tracking'))`); err != nil {
 			return err
 		}
-		names, err := streamsOn(ctx, tx, table)
+		key := table
+		var relid *uint32
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(table)).Scan(&relid); err != nil {
+			return err
+		}
+		if relid != nil {
+			if err := tx.QueryRow(ctx, `SELECT table_name FROM sluice.tracking WHERE relid = $1`, *relid).Scan(&key); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		names, err := streamsOn(ctx, tx, key)
 		if err != nil {
 			return err
 		}
 		if len(names) > 0 {
 			return fmt.Errorf("%w: %s (drop them first: DROP TABLE STREAM %s)", ErrHasStreams, strings.Join(names, ", "), names[0])
 		}
-		return dropTracking(ctx, tx, table)
+		return dropTracking(ctx, tx, key)
 	}), "disable change tracking on %s", sinkpg.Quote(table))
 }
 
-// dropTracking removes triggers, function, log and tracking row of table.
+// trackingKey returns the name under which table (whose oid is relid) is
+// tracked: the name it had when tracking was enabled, which a rename
+// does not change, or table itself when it is not tracked. A tracking
+// recorded under table's name for another table is resolved here: one of
+// a dropped table without streams is removed (its streams, if any, make
+// it ErrTableDropped); one of a table renamed since is ErrNameInUse.
+func trackingKey(ctx context.Context, tx pgx.Tx, table string, relid uint32) (string, error) {
+	var key string
+	err := tx.QueryRow(ctx, `SELECT table_name FROM sluice.tracking WHERE relid = $1`, relid).Scan(&key)
+	if err == nil {
+		return key, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return "", err
+	}
+	var other *uint32
+	var now *string
+	err = tx.QueryRow(ctx, `SELECT relid, (SELECT c.oid::regclass::text FROM pg_catalog.pg_class c WHERE c.oid = t.relid) FROM sluice.tracking t WHERE table_name = $1`, table).Scan(&other, &now)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), err == nil && other == nil:
+		return table, nil // not tracked, or tracked by a sluice that kept no oid
+	case err != nil:
+		return "", err
+	case now != nil:
+		return "", fmt.Errorf("%w: the change tracking recorded as %s follows that table, renamed since to %s; %s is another table. Disable tracking on %s first (ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'false'), after dropping its streams) to track a table under this name",
+			ErrNameInUse, sinkpg.Quote(table), *now, sinkpg.Quote(table), *now, *now)
+	}
+	names, err := streamsOn(ctx, tx, table)
+	if err != nil {
+		return "", err
+	}
+	if len(names) > 0 {
+		return "", droppedError(ctx, tx, table)
+	}
+	return table, dropTracking(ctx, tx, table)
+}
+
+// dropTracking removes triggers, function, log and tracking row of table
+// (its tracking key). The triggers are dropped from the tracked table
+// found by its oid (by name for a tracking without one), never from
+// another table that took the name; a dropped table took its triggers
+// with it.
 func dropTracking(ctx context.Context, tx pgx.Tx, table string) error {
 	var logName, fn string
-	err := tx.QueryRow(ctx, `DELETE FROM sluice.tracking WHERE table_name = $1 RETURNING log_table, func_name`, table).Scan(&logName, &fn)
+	var relid *uint32
+	err := tx.QueryRow(ctx, `DELETE FROM sluice.tracking WHERE table_name = $1 RETURNING log_table, func_name, relid`, table).Scan(&logName, &fn, &relid)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, sinkpg.Quote(table)).Scan(&exists); err != nil {
+	var target *string
+	if relid != nil {
+		err = tx.QueryRow(ctx, `SELECT c.oid::regclass::text FROM pg_catalog.pg_class c WHERE c.oid = $1`, *relid).Scan(&target)
+	} else {
+		err = tx.QueryRow(ctx, `SELECT to_regclass($1)::text`, sinkpg.Quote(table)).Scan(&target)
+	}
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
-	if exists {
+	if target != nil {
 		for _, name := range triggerNames {
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, sinkpg.Quote(table))); err != nil {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, *target)); err != nil {
 				return err
 			}
 		}
