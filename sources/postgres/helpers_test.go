@@ -130,15 +130,7 @@ func check(t *testing.T, what string, got, want []string) {
 // tableRows returns the rows of q (two columns) as "c1 c2".
 func tableRows(t *testing.T, b *Backend, q string) []string {
 	t.Helper()
-	rs, err := b.Query(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, r := range rs.Rows {
-		out = append(out, cdc.FormatValue(r[0], rs.Columns[0].Type)+" "+cdc.FormatValue(r[1], rs.Columns[1].Type))
-	}
-	return out
+	return tableRowsAll(t, b, q)
 }
 
 // tableRowsAll returns the rows of q, every column, as "c1 c2 …" in the
