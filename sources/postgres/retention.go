@@ -49,6 +49,9 @@ func oldestUnconsumed(ctx context.Context, q sinkpg.Querier, t *Tracked, p Posit
 func (b *Backend) markStale(ctx context.Context, table string) error {
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		t, ok, err := b.tracked(ctx, tx, table)
+		if errors.Is(err, ErrTableDropped) {
+			return nil // reads report the drop
+		}
 		if err != nil || !ok {
 			return err
 		}
@@ -143,6 +146,9 @@ func (b *Backend) TrimLogs(ctx context.Context) ([]runner.LogSize, error) {
 	for _, table := range tables {
 		b.purgeAfterCommit(ctx, table) // a table without a stream: the whole log
 		t, ok, err := b.tracked(ctx, b.pool, table)
+		if errors.Is(err, ErrTableDropped) {
+			continue // disabling tracking removes its log
+		}
 		if err != nil {
 			return nil, err
 		}

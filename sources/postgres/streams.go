@@ -303,6 +303,9 @@ func (b *Backend) showRow(ctx context.Context, q sinkpg.Querier, s *runner.Strea
 	var oldest any
 	if p, ok, err := OffsetPosition(s.Offset); err == nil && ok && s.StaleSince.IsZero() {
 		t, tracked, err := b.tracked(ctx, q, s.Table)
+		if errors.Is(err, ErrTableDropped) {
+			tracked, err = false, nil // reads report the drop
+		}
 		if err != nil {
 			return nil, err
 		}
