@@ -1,6 +1,9 @@
 package plan
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/expr"
 )
@@ -122,6 +125,22 @@ func (st *SinkStage) AddedColumns() []string {
 		return []string{ColDeletedAt}
 	}
 	return nil
+}
+
+// WithAdded returns the projected schema followed by AddedColumns (each
+// TIMESTAMP; __valid_from NOT NULL): the columns of a target the sink
+// creates. The result shares no storage with Schema.
+func (st *SinkStage) WithAdded() cdc.Schema {
+	s := cdc.Schema{Columns: append([]cdc.Column(nil), st.Schema.Columns...)}
+	for _, n := range st.AddedColumns() {
+		s.Columns = append(s.Columns, cdc.Column{Name: n, Type: cdc.TypeTimestamp, NotNull: n == ColValidFrom})
+	}
+	return s
+}
+
+// IsKey reports whether name is one of Keys (case-insensitively).
+func (st *SinkStage) IsKey(name string) bool {
+	return slices.ContainsFunc(st.Keys, func(k string) bool { return strings.EqualFold(k, name) })
 }
 
 // IgnoresUpdateBefore reports whether what the sink writes does not depend

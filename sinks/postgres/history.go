@@ -28,11 +28,11 @@ const (
 func createTarget(st *plan.SinkStage) (create, index string) {
 	switch st.Mode {
 	case plan.ModeMerge:
-		return CreateTableSQL(st.Table, withAdded(st), st.Keys), ""
+		return CreateTableSQL(st.Table, st.WithAdded(), st.Keys), ""
 	case plan.ModeHistory:
-		s := withAdded(st)
+		s := st.WithAdded()
 		for i, c := range s.Columns {
-			if keyed(st, c.Name) {
+			if st.IsKey(c.Name) {
 				s.Columns[i].NotNull = true
 			}
 		}
@@ -42,24 +42,6 @@ func createTarget(st *plan.SinkStage) (create, index string) {
 	return CreateTableSQL(st.Table, st.Schema, nil), ""
 }
 
-// withAdded returns st's projected schema followed by the columns the sink
-// adds (plan.SinkStage.AddedColumns), a copy; __valid_from is NOT NULL.
-func withAdded(st *plan.SinkStage) cdc.Schema {
-	s := cdc.Schema{Columns: append([]cdc.Column(nil), st.Schema.Columns...)}
-	for _, n := range st.AddedColumns() {
-		s.Columns = append(s.Columns, cdc.Column{Name: n, Type: cdc.TypeTimestamp, NotNull: n == plan.ColValidFrom})
-	}
-	return s
-}
-
-func keyed(st *plan.SinkStage, name string) bool {
-	for _, k := range st.Keys {
-		if strings.EqualFold(k, name) {
-			return true
-		}
-	}
-	return false
-}
 
 func quotedKeys(st *plan.SinkStage) []string {
 	out := make([]string, len(st.Keys))
@@ -120,7 +102,7 @@ func (a *Apply) compileHistory(names []string, target cdc.Schema, relation strin
 		}
 		relVals = append(relVals, v+" AS "+q)
 		tgtVals = append(tgtVals, "__t."+tq)
-		if keyed(a.st, c.Name) {
+		if a.st.IsKey(c.Name) {
 			keys, tkeys = append(keys, q), append(tkeys, "__t."+tq)
 			on = append(on, fmt.Sprintf("__t.%s = __h.%s", tq, q))
 			continue

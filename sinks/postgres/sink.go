@@ -144,7 +144,7 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 		}
 		c.create, c.index = createTarget(st)
 		t = &Table{Name: st.Table, Key: keys}
-		for _, col := range withAdded(st).Columns {
+		for _, col := range st.WithAdded().Columns {
 			t.Columns = append(t.Columns, Column{Column: col, PGType: ColumnType(col.Type), Native: true})
 		}
 	} else if st.Merge == nil {

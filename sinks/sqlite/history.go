@@ -29,11 +29,11 @@ const (
 func createTarget(st *plan.SinkStage) (create, index string) {
 	switch st.Mode {
 	case plan.ModeMerge:
-		return createTableSQL(st.Table, withAdded(st), st.Keys), ""
+		return createTableSQL(st.Table, st.WithAdded(), st.Keys), ""
 	case plan.ModeHistory:
-		s := withAdded(st)
+		s := st.WithAdded()
 		for i, c := range s.Columns {
-			if st.Schema.Index(c.Name) >= 0 && keyed(st, c.Name) {
+			if st.Schema.Index(c.Name) >= 0 && st.IsKey(c.Name) {
 				s.Columns[i].NotNull = true
 			}
 		}
@@ -44,24 +44,6 @@ func createTarget(st *plan.SinkStage) (create, index string) {
 	return createTableSQL(st.Table, st.Schema, nil), ""
 }
 
-// withAdded returns st's projected schema followed by the columns the sink
-// adds (plan.SinkStage.AddedColumns), a copy; __valid_from is NOT NULL.
-func withAdded(st *plan.SinkStage) cdc.Schema {
-	s := cdc.Schema{Columns: append([]cdc.Column(nil), st.Schema.Columns...)}
-	for _, n := range st.AddedColumns() {
-		s.Columns = append(s.Columns, cdc.Column{Name: n, Type: cdc.TypeTimestamp, NotNull: n == plan.ColValidFrom})
-	}
-	return s
-}
-
-func keyed(st *plan.SinkStage, name string) bool {
-	for _, k := range st.Keys {
-		if strings.EqualFold(k, name) {
-			return true
-		}
-	}
-	return false
-}
 
 func quotedKeys(st *plan.SinkStage) []string {
 	out := make([]string, len(st.Keys))
@@ -117,7 +99,7 @@ func (a *Apply) compileHistory(rel, tt []cdc.Type, relation string) {
 		cols = append(cols, q)
 		relVals = append(relVals, fitExpr("__r."+q, rel[i], tt[i], c.Name, kt)+" AS "+q)
 		tgtVals = append(tgtVals, "__t."+q)
-		if keyed(a.st, c.Name) {
+		if a.st.IsKey(c.Name) {
 			on = append(on, fmt.Sprintf("__t.%s = __h.%s", q, q))
 			continue
 		}

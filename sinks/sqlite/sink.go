@@ -112,7 +112,7 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 			keys = st.Keys
 		}
 		c.create, c.index = createTarget(st)
-		target = cdc.Schema{Columns: withAdded(st).Columns, Key: keys}
+		target = cdc.Schema{Columns: st.WithAdded().Columns, Key: keys}
 	} else if err := checkAdded(st.Table, target, st); err != nil {
 		return nil, err
 	}

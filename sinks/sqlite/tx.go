@@ -107,7 +107,7 @@ func (p *Plan) attach(ctx context.Context, conn Querier, job string) (*Tx, error
 		return nil, err
 	}
 	if !exists {
-		target = cdc.Schema{Columns: withAdded(st).Columns}
+		target = cdc.Schema{Columns: st.WithAdded().Columns}
 		if st.Mode == plan.ModeMerge {
 			target.Key = st.Keys
 		}
