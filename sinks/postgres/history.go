@@ -42,7 +42,6 @@ func createTarget(st *plan.SinkStage) (create, index string) {
 	return CreateTableSQL(st.Table, st.Schema, nil), ""
 }
 
-
 func quotedKeys(st *plan.SinkStage) []string {
 	out := make([]string, len(st.Keys))
 	for i, k := range st.Keys {

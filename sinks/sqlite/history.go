@@ -44,7 +44,6 @@ func createTarget(st *plan.SinkStage) (create, index string) {
 	return createTableSQL(st.Table, st.Schema, nil), ""
 }
 
-
 func quotedKeys(st *plan.SinkStage) []string {
 	out := make([]string, len(st.Keys))
 	for i, k := range st.Keys {
