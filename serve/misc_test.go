@@ -271,9 +271,13 @@ func TestStatusOf(t *testing.T) {
 			t.Errorf("JSON %s lacks %s", b, want)
 		}
 	}
-	r := Run{Job: "x", Read: map[cdc.Op]int64{cdc.OpUpdateAfter: 2}, To: cdc.SingleOffset("9")}
+	// A single unnamed partition's offset is its position; shards' are
+	// keyed by partition name.
+	r := Run{Job: "x", Read: map[cdc.Op]int64{cdc.OpUpdateAfter: 2}, To: cdc.SingleOffset("9"),
+		From: cdc.Offset{Positions: map[string]string{"shard-1": "a", "shard-2": "b"}}}
 	b, _ = json.Marshal(r)
-	if !strings.Contains(string(b), `"read":{"UPDATE_AFTER":2}`) || !strings.Contains(string(b), `"to":{"positions":{"":"9"}}`) {
+	if !strings.Contains(string(b), `"read":{"UPDATE_AFTER":2}`) || !strings.Contains(string(b), `"to":"9"`) ||
+		!strings.Contains(string(b), `"from":{"shard-1":"a","shard-2":"b"}`) {
 		t.Errorf("Run JSON %s", b)
 	}
 }

@@ -166,6 +166,7 @@ type state struct {
 	retryAt   time.Time // when a transient failure is retried; zero when none is pending
 	lag       *Lag
 	lagErr    string
+	lagHist   []LagPoint // the last LagWindow of measurements, for the status page
 }
 
 // New returns a Server with no jobs. It returns an error wrapping
@@ -599,5 +600,6 @@ func (s *Server) refreshLag(ctx context.Context, j *plan.Job) {
 		return
 	}
 	st.lag, st.lagErr = &lag, ""
+	st.recordLag(LagPoint{At: s.clock.Now(), Changes: lag.Changes, Age: lag.Age})
 	s.metrics.SetLag(j.Name, lag)
 }

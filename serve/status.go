@@ -170,13 +170,15 @@ type healthBody struct {
 	Jobs   []JobStatus `json:"jobs"`
 }
 
-// Handler serves GET /healthz and GET /metrics.
+// Handler serves GET / (the status page, page.go), GET /healthz and GET
+// /metrics.
 //
 // /healthz answers JSON {"status", "node", "jobs": [JobStatus…]} with 200
 // when every job is healthy and 503 when one is stopped or failing, or the
 // server is shutting down. /metrics is Metrics.Handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.servePage)
 	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	return mux
@@ -204,8 +206,8 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // MarshalJSON writes a Run with change types by name
-// ({"read": {"INSERT": 3}}), offsets in their stored form and times in
-// RFC 3339 (retry_at only for a transient failure).
+// ({"read": {"INSERT": 3}}), offsets by OffsetJSON and times in RFC 3339
+// (retry_at only for a transient failure).
 func (r Run) MarshalJSON() ([]byte, error) {
 	type run struct {
 		ID      int64            `json:"id,omitempty"`
@@ -217,8 +219,8 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		Status  Status           `json:"status"`
 		Read    map[string]int64 `json:"read,omitempty"`
 		Written map[string]int64 `json:"written,omitempty"`
-		From    *cdc.Offset      `json:"from,omitempty"`
-		To      *cdc.Offset      `json:"to,omitempty"`
+		From    any              `json:"from,omitempty"`
+		To      any              `json:"to,omitempty"`
 		Error   string           `json:"error,omitempty"`
 		Skipped string           `json:"skipped,omitempty"`
 		RetryAt *time.Time       `json:"retry_at,omitempty"`
@@ -233,18 +235,26 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		}
 		return out
 	}
-	off := func(o cdc.Offset) *cdc.Offset {
-		if o.IsZero() {
-			return nil
-		}
-		return &o
-	}
 	var retryAt *time.Time
 	if !r.RetryAt.IsZero() {
 		retryAt = &r.RetryAt
 	}
 	return json.Marshal(run{r.ID, r.Job, r.Node, r.Start, r.End, r.Duration().Seconds(), r.Status,
-		named(r.Read), named(r.Written), off(r.From), off(r.To), r.Error, r.Skipped, retryAt})
+		named(r.Read), named(r.Written), OffsetJSON(r.From), OffsetJSON(r.To), r.Error, r.Skipped, retryAt})
+}
+
+// OffsetJSON is an offset as /healthz and `--format json` print it: nil for
+// the zero offset, the position itself (a string in the source's raw form)
+// for a single unnamed partition (SQLite, PostgreSQL), else an object of
+// positions keyed by partition name (Tablestore shards).
+func OffsetJSON(o cdc.Offset) any {
+	if o.IsZero() {
+		return nil
+	}
+	if p, ok := o.Get(""); ok && len(o.Positions) == 1 {
+		return p
+	}
+	return o.Positions
 }
 
 // MarshalJSON writes a Lag as {"changes": n, "age_seconds": s}.
