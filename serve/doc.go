@@ -1,8 +1,7 @@
 // Package serve is `sluice serve`: it runs a set of jobs on their
 // schedules (package schedule) in one long-lived process, and gives
 // operators the run history, a status page at /, /healthz, Prometheus
-// /metrics and the data of
-// `sluice status`.
+// /metrics and the data of `sluice status`.
 //
 // # Running jobs
 //
