@@ -30,14 +30,18 @@ type Executor interface {
 	Backend
 	// Exec executes one parsed statement. Statements that return rows
 	// (SELECT, SHOW TABLE STREAMS, DESCRIBE TABLE STREAM) return a
-	// ResultSet; others return nil and a nil error.
+	// ResultSet; INSERT, UPDATE and DELETE may return a ResultSet without
+	// Columns whose Affected counts the rows they changed; others return
+	// nil and a nil error.
 	Exec(ctx context.Context, st dsl.Statement) (*ResultSet, error)
 }
 
-// ResultSet is a materialized query result.
+// ResultSet is a materialized query result, or (Columns nil) the count
+// of rows an INSERT, UPDATE or DELETE changed.
 type ResultSet struct {
-	Columns []cdc.Column
-	Rows    [][]any // canonical values (package cdc)
+	Columns  []cdc.Column
+	Rows     [][]any // canonical values (package cdc)
+	Affected int64   // rows inserted, updated or deleted, when Columns is nil
 }
 
 // StreamInfo describes a table stream.

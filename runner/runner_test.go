@@ -55,7 +55,7 @@ func (e *env) sql(conn, text string) [][]string {
 		if err != nil {
 			e.t.Fatalf("%s: %v", st.SQL(), err)
 		}
-		if rs != nil {
+		if rs != nil && rs.Columns != nil {
 			out = nil
 			for _, row := range rs.Rows {
 				var cells []string

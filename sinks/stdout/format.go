@@ -31,13 +31,26 @@ import (
 
 // Table writes rows under a header of cols as an aligned table like
 // Spark's show(): '+---+' borders, the header and every cell right-aligned,
-// columns at least 3 wide, no truncation. Each cell is cdc.FormatValue of the value with its column
-// type (DECIMAL at its scale "1500.00", TIMESTAMP
-// "2024-01-15 10:00:00+08:00", DATE "2024-01-15", BINARY "0x…", NULL
-// "NULL"); control characters in text are escaped (\n, \t, \x00) so that a
-// row stays on one line. Widths count East Asian wide characters as two
-// columns. rows[i] is aligned with cols.
+// columns at least 3 wide, no truncation (TableWith cuts long cells). Each
+// cell is cdc.FormatValue of the value with its column type (DECIMAL at its
+// scale "1500.00", TIMESTAMP "2024-01-15 10:00:00+08:00", DATE
+// "2024-01-15", BINARY "0x…", NULL "NULL"); control characters in text are
+// escaped (\n, \t, \x00) so that a row stays on one line. Widths are
+// display columns by grapheme cluster (East Asian wide characters and
+// emoji two, combining marks none). rows[i] is aligned with cols.
 func Table(w io.Writer, cols []cdc.Column, rows [][]any) error {
+	return TableWith(w, cols, rows, TableOptions{})
+}
+
+// TableOptions change how TableWith prints.
+type TableOptions struct {
+	// MaxCell cuts cells (not headers) wider than MaxCell display columns
+	// to MaxCell, the last being Ellipsis; 0 prints every cell whole.
+	MaxCell int
+}
+
+// TableWith is Table with options.
+func TableWith(w io.Writer, cols []cdc.Column, rows [][]any, o TableOptions) error {
 	cells := make([][]string, 0, len(rows)+1)
 	head := make([]string, len(cols))
 	for i, c := range cols {
@@ -51,7 +64,7 @@ func Table(w io.Writer, cols []cdc.Column, rows [][]any) error {
 			if i < len(r) {
 				v = r[i]
 			}
-			line[i] = escape(cdc.FormatValue(v, cols[i].Type))
+			line[i] = cut(escape(cdc.FormatValue(v, cols[i].Type)), o.MaxCell)
 		}
 		cells = append(cells, line)
 	}
@@ -104,32 +117,6 @@ func escape(s string) string {
 	}
 	q := strconv.Quote(s)
 	return q[1 : len(q)-1]
-}
-
-// width is the display width of s in a terminal: East Asian wide and
-// fullwidth characters take two columns, others one.
-func width(s string) int {
-	n := 0
-	for _, r := range s {
-		n++
-		if wide(r) {
-			n++
-		}
-	}
-	return n
-}
-
-func wide(r rune) bool {
-	switch {
-	case r < 0x1100:
-		return false
-	case r <= 0x115F, r >= 0x2E80 && r <= 0xA4CF && r != 0x303F, r >= 0xAC00 && r <= 0xD7A3,
-		r >= 0xF900 && r <= 0xFAFF, r >= 0xFE30 && r <= 0xFE4F, r >= 0xFF00 && r <= 0xFF60,
-		r >= 0xFFE0 && r <= 0xFFE6, r >= 0x1F300 && r <= 0x1F64F, r >= 0x1F900 && r <= 0x1F9FF,
-		r >= 0x20000 && r <= 0x3FFFD:
-		return true
-	}
-	return false
 }
 
 // JSONL writes one JSON object per row, keys in column order. Values:

@@ -3,9 +3,11 @@ package stdout
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,5 +166,70 @@ func TestWidth(t *testing.T) {
 		if got := width(s); got != want {
 			t.Errorf("width(%q) = %d, want %d", s, got, want)
 		}
+	}
+}
+
+// TestWidthGraphemes: combining marks take no column, emoji (also with a
+// skin tone or as a ZWJ sequence) two, East Asian wide characters two.
+func TestWidthGraphemes(t *testing.T) {
+	for s, want := range map[string]int{
+		"e\u0301":                    1, // e + combining acute
+		"\U0001F600":                 2, // 😀
+		"\U0001F44D\U0001F3FD":       2, // 👍🏽
+		"\U0001F469\u200D\U0001F4BB": 2, // 👩‍💻
+		"ｱ":                          1, // halfwidth katakana
+		"Ａ":                          2, // fullwidth A
+	} {
+		if got := width(s); got != want {
+			t.Errorf("width(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// TestCut: cells are cut between grapheme clusters to the display width
+// asked, the last column being the ellipsis.
+func TestCut(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"abcdef", 0, "abcdef"},
+		{"abcdef", 6, "abcdef"},
+		{"abcdef", 5, "abcd…"},
+		{"王小明王小明", 6, "王小…"},                     // 王小 is 4 columns, 王 would make 7
+		{"e\u0301e\u0301e\u0301", 2, "e\u0301…"}, // never splits a mark from its letter
+		{"\U0001F600\U0001F600", 3, "\U0001F600…"},
+	} {
+		got := cut(tt.in, tt.max)
+		if got != tt.want {
+			t.Errorf("cut(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+		if tt.max > 0 && width(got) > tt.max {
+			t.Errorf("cut(%q, %d) is %d wide", tt.in, tt.max, width(got))
+		}
+	}
+}
+
+// TestCSV: RFC 4180 quoting; NULL empty and unquoted, empty text quoted.
+func TestCSV(t *testing.T) {
+	cols := []cdc.Column{{Name: "id", Type: cdc.TypeBigInt}, {Name: "note", Type: cdc.TypeString}}
+	rows := [][]any{{int64(1), "plain"}, {int64(2), `say "hi", twice`}, {int64(3), nil}, {int64(4), ""}, {int64(5), "two\nlines"}, {int64(6), " padded"}}
+	var b strings.Builder
+	if err := CSV(&b, cols, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := "id,note\n1,plain\n2,\"say \"\"hi\"\", twice\"\n3,\n4,\"\"\n5,\"two\nlines\"\n6,\" padded\"\n"
+	if b.String() != want {
+		t.Errorf("CSV =\n%s\nwant\n%s", b.String(), want)
+	}
+	// encoding/csv reads it back to the same fields (NULL and "" both
+	// read as empty there).
+	recs, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 7 || recs[2][1] != `say "hi", twice` || recs[5][1] != "two\nlines" || recs[6][1] != " padded" {
+		t.Errorf("read back %q", recs)
 	}
 }

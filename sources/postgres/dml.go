@@ -27,8 +27,11 @@ func (b *Backend) execDML(ctx context.Context, st *dsl.DML) (*runner.ResultSet, 
 		return nil, err
 	}
 	if !strings.EqualFold(st.Kind, "SELECT") {
-		_, err := b.pool.Exec(ctx, q)
-		return nil, b.wrap(err, "%s", st.Kind)
+		tag, err := b.pool.Exec(ctx, q)
+		if err != nil {
+			return nil, b.wrap(err, "%s", st.Kind)
+		}
+		return &runner.ResultSet{Affected: tag.RowsAffected()}, nil
 	}
 	// A SELECT that names table streams reads their pending changes
 	// (streamselect.go).

@@ -28,7 +28,7 @@ func runScript(t *testing.T, b *Backend, src string) *runner.ResultSet {
 		if err != nil {
 			t.Fatalf("%s: %v", st.SQL(), err)
 		}
-		if rs != nil {
+		if rs != nil && rs.Columns != nil {
 			last = rs
 		}
 	}

@@ -34,10 +34,15 @@ func (b *Backend) execDML(ctx context.Context, st *dsl.DML) (*runner.ResultSet, 
 		return nil, err
 	}
 	if !strings.EqualFold(st.Kind, "SELECT") {
-		if _, err := b.db.ExecContext(ctx, q); err != nil {
+		res, err := b.db.ExecContext(ctx, q)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", st.Kind, err)
 		}
-		return nil, nil
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, nil // the count is unknown; the statement succeeded
+		}
+		return &runner.ResultSet{Affected: n}, nil
 	}
 	// A SELECT that names table streams reads their pending changes
 	// (streamselect.go).

@@ -21,7 +21,7 @@ func (f *fixture) script(src string) *[]any {
 		if err != nil {
 			f.t.Fatalf("%s: %v", st.SQL(), err)
 		}
-		if rs != nil {
+		if rs != nil && rs.Columns != nil {
 			rows := make([]any, 0, len(rs.Rows))
 			for _, r := range rs.Rows {
 				var s []string

@@ -27,7 +27,7 @@ func (f *fixture) run(src string) *runner.ResultSet {
 		if err != nil {
 			f.t.Fatalf("%s: %v", st.SQL(), err)
 		}
-		if rs != nil {
+		if rs != nil && rs.Columns != nil {
 			last = rs
 		}
 	}

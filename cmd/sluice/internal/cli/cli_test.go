@@ -132,7 +132,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"preview", "--conn", d.conn, "--limit", "many", "s"}, `invalid argument "many" for "--limit"`},
 		{[]string{"sql", "--conn", d.conn}, "sluice sql: "},
 		{[]string{"sql", "--conn", d.conn, "-f", "x.sql", "SELECT 1"}, "not both"},
-		{[]string{"sql", "--conn", d.conn, "--format", "xml", "SELECT 1"}, "table or jsonl"},
+		{[]string{"sql", "--conn", d.conn, "--format", "xml", "SELECT 1"}, "table, jsonl, csv"},
 		{[]string{"run", "--no-such-flag", "x.yaml"}, "no-such-flag"},
 	}
 	for _, tt := range tests {
@@ -283,7 +283,12 @@ func TestSQL(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("sql -f -: %v", r)
 	}
-	tb := parseTable(t, r.stdout)
+	// The INSERT prints the rows it changed, then the SELECT's table.
+	first, rest, _ := strings.Cut(r.stdout, "\n")
+	if first != "1 row" {
+		t.Errorf("INSERT printed %q, want \"1 row\"", first)
+	}
+	tb := parseTable(t, rest)
 	if got, want := tb.project(t, "id", "v", "ts"), []string{"1 1234567890123456789012345678.0123456789 2024-03-10 12:34:56+05:30"}; !slices.Equal(got, want) {
 		t.Errorf("SELECT = %q, want %q", got, want)
 	}
@@ -574,5 +579,50 @@ func TestSQLUnknownColumn(t *testing.T) {
 	}
 	if r.code != 1 || !strings.Contains(r.stderr, "stauts") {
 		t.Errorf("unknown column: want exit 1 naming it; %v", r)
+	}
+}
+
+// TestSQLOutput: one line for statements without a result set (ok, the
+// rows changed), long cells cut with … unless --wide, CSV, and SHOW TABLE
+// STREAMS with each stream's pending changes.
+func TestSQLOutput(t *testing.T) {
+	d := newDB(t)
+	long := strings.Repeat("x", 60)
+	script := "CREATE TABLE t (id INT, s STRING, PRIMARY KEY (id));\n" +
+		"ALTER TABLE t SET PROPERTIES ('change_tracking' = 'true');\n" +
+		"CREATE TABLE STREAM ts ON TABLE t;\n" +
+		"CREATE TABLE STREAM ts_later ON TABLE t;\n" +
+		"INSERT INTO t VALUES (1, '" + long + "'), (2, 'b'), (3, NULL);\n" +
+		"UPDATE t SET s = 'B' WHERE id = 2;\n" +
+		"DELETE FROM t WHERE id = 5;\n"
+	r := mustSluiceIn(t, script, "sql", "--conn", d.conn, "-f", "-")
+	if want := "ok\nok\nok\nok\n3 rows\n1 row\n0 rows\n"; r.stdout != want {
+		t.Errorf("one-line results:\n%s\nwant\n%s", r.stdout, want)
+	}
+
+	r = mustSluice(t, "sql", "--conn", d.conn, "SELECT id, s FROM t ORDER BY id")
+	cut := strings.Repeat("x", 39) + "…"
+	if got := parseTable(t, r.stdout).project(t, "s"); !slices.Equal(got, []string{cut, "B", "NULL"}) {
+		t.Errorf("table cells %q, want the long one cut to 40 columns", got)
+	}
+	r = mustSluice(t, "sql", "--conn", d.conn, "--wide", "SELECT id, s FROM t ORDER BY id")
+	if got := parseTable(t, r.stdout).project(t, "s"); got[0] != long {
+		t.Errorf("--wide cell %q, want it whole", got[0])
+	}
+	r = mustSluice(t, "sql", "--conn", d.conn, "--format", "csv", "SELECT id, s FROM t ORDER BY id")
+	if want := "id,s\n1," + long + "\n2,B\n3,\n"; r.stdout != want {
+		t.Errorf("csv:\n%s\nwant\n%s", r.stdout, want)
+	}
+
+	// Both streams see the three inserts and the update: STANDARD net
+	// changes per key are INSERT of 1, 2 (with its final value) and 3.
+	r = mustSluice(t, "sql", "--conn", d.conn, "SHOW TABLE STREAMS")
+	tb := parseTable(t, r.stdout)
+	if got := tb.project(t, "name", "pending_changes"); !slices.Equal(got, []string{"ts 3", "ts_later 3"}) {
+		t.Errorf("SHOW TABLE STREAMS pending = %q", got)
+	}
+	// Reading the count consumed nothing.
+	if got := parseTable(t, mustSluice(t, "preview", "--conn", d.conn, "ts").stdout).rows; len(got) != 3 {
+		t.Errorf("preview after SHOW TABLE STREAMS: %d changes, want 3", len(got))
 	}
 }

@@ -2,15 +2,17 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
-	"github.com/sluicedata/sluice/sinks/stdout"
 )
 
 func init() { register(newSQLCmd) }
@@ -20,6 +22,7 @@ type sqlFlags struct {
 	conn   string
 	file   string
 	format string
+	wide   bool
 }
 
 func newSQLCmd(e *env) *cobra.Command {
@@ -29,7 +32,10 @@ func newSQLCmd(e *env) *cobra.Command {
 		Short: "execute statements (table streams, DDL, DML, SELECT) and print result sets",
 		Long: "Execute statements in sluice's dialect — CREATE TABLE STREAM, SHOW TABLE STREAMS,\n" +
 			"ALTER TABLE … SET PROPERTIES ('change_tracking' = 'true'), DDL, DML and SELECT — from the\n" +
-			"command line or a file, and print each result set. A SELECT of a stream does not consume it.",
+			"command line or a file, and print each result set. A SELECT of a stream does not consume it.\n" +
+			"In a table, a statement without a result set prints one line: ok, or the rows it changed;\n" +
+			"cells longer than " + fmt.Sprint(maxCell) + " columns are cut with … (--wide prints them whole).\n" +
+			"SHOW TABLE STREAMS adds each stream's pending_changes.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdSQL(cmd.Context(), e, f, args)
 		},
@@ -37,7 +43,8 @@ func newSQLCmd(e *env) *cobra.Command {
 	fl := c.Flags()
 	fl.StringVar(&f.conn, "conn", "", "connection `URL`")
 	fl.StringVarP(&f.file, "file", "f", "", "read statements from `FILE` (- for standard input)")
-	fl.StringVar(&f.format, "format", "table", "result `FORMAT`: table or jsonl")
+	fl.StringVar(&f.format, "format", "table", "result `FORMAT`: table, jsonl or csv")
+	fl.BoolVar(&f.wide, "wide", false, "print long cells whole in tables")
 	_ = c.MarkFlagFilename("file", "sql")
 	return c
 }
@@ -64,19 +71,69 @@ func cmdSQL(ctx context.Context, e *env, f sqlFlags, rest []string) error {
 	default:
 		return usageErr("give -f FILE or a statement")
 	}
-	if f.format != "table" && f.format != "jsonl" {
-		return usageErr("--format is table or jsonl")
+	if err := checkFormat(f.format, "table", "jsonl", "csv"); err != nil {
+		return err
 	}
 	r := newRunner(e, f.conn)
 	defer r.Close()
-	return r.ExecScript(ctx, "", name, text, func(_ dsl.Statement, rs *runner.ResultSet) error {
+	return r.ExecScript(ctx, "", name, text, func(st dsl.Statement, rs *runner.ResultSet) error {
+		if _, ok := st.(*dsl.ShowStreams); ok && rs != nil {
+			if err := addPending(ctx, r, rs); err != nil {
+				return err
+			}
+		}
 		switch {
-		case rs == nil:
+		case rs != nil && rs.Columns != nil:
+			return printRows(e.stdout, f.format, f.wide, rs.Columns, rs.Rows)
+		case f.format != "table":
+			// jsonl and csv carry result sets only.
 			return nil
-		case f.format == "jsonl":
-			return stdout.JSONL(e.stdout, rs.Columns, rs.Rows)
+		case rs != nil:
+			_, err := fmt.Fprintln(e.stdout, plural(rs.Affected, "row"))
+			return err
 		default:
-			return stdout.Table(e.stdout, rs.Columns, rs.Rows)
+			_, err := fmt.Fprintln(e.stdout, "ok")
+			return err
 		}
 	})
+}
+
+// addPending appends a pending_changes column to a SHOW TABLE STREAMS
+// result: each stream's count from DESCRIBE TABLE STREAM (which reads, and
+// does not consume, its pending changes).
+func addPending(ctx context.Context, r *runner.Runner, rs *runner.ResultSet) error {
+	name := colIndex(rs.Columns, "name")
+	if name < 0 {
+		return nil
+	}
+	rs.Columns = append(slices.Clip(rs.Columns), cdc.Column{Name: "pending_changes", Type: cdc.TypeBigInt})
+	for i, row := range rs.Rows {
+		stream, _ := row[name].(string)
+		var n any
+		q := "DESCRIBE TABLE STREAM `" + strings.ReplaceAll(stream, "`", "``") + "`"
+		err := r.ExecScript(ctx, "", "<show table streams>", q, func(_ dsl.Statement, d *runner.ResultSet) error {
+			if c := colIndex(d.Columns, "pending_changes"); c >= 0 && len(d.Rows) == 1 {
+				n = d.Rows[0][c]
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("pending changes of %s: %w", stream, err)
+		}
+		rs.Rows[i] = append(slices.Clip(row), n)
+	}
+	return nil
+}
+
+// colIndex is the index of the column named name, or -1.
+func colIndex(cols []cdc.Column, name string) int {
+	return slices.IndexFunc(cols, func(c cdc.Column) bool { return c.Name == name })
+}
+
+// plural is "1 row", "3 rows".
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

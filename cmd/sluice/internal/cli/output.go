@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/sinks/stdout"
+)
+
+// maxCell is the display width at which table cells are cut (with …)
+// unless --wide is given.
+const maxCell = 40
+
+// checkFormat returns a usage error unless format is one of allowed.
+func checkFormat(format string, allowed ...string) error {
+	for _, a := range allowed {
+		if format == a {
+			return nil
+		}
+	}
+	return usageErr("--format is %s, not %q", strings.Join(allowed, ", "), format)
+}
+
+// printRows prints a result set as a table (cells cut at maxCell unless
+// wide), JSON Lines or CSV.
+func printRows(w io.Writer, format string, wide bool, cols []cdc.Column, rows [][]any) error {
+	switch format {
+	case "jsonl":
+		return stdout.JSONL(w, cols, rows)
+	case "csv":
+		return stdout.CSV(w, cols, rows)
+	}
+	opt := stdout.TableOptions{MaxCell: maxCell}
+	if wide {
+		opt.MaxCell = 0
+	}
+	return stdout.TableWith(w, cols, rows, opt)
+}
+
+// writeJSON writes v as indented JSON and a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// rowsJSON renders rows as JSON objects, values as stdout.JSONL writes
+// them (DECIMAL exact as a string, timestamps RFC 3339 with their zone).
+func rowsJSON(cols []cdc.Column, rows [][]any) ([]json.RawMessage, error) {
+	var b bytes.Buffer
+	if err := stdout.JSONL(&b, cols, rows); err != nil {
+		return nil, err
+	}
+	out := make([]json.RawMessage, 0, len(rows))
+	for _, line := range bytes.Split(bytes.TrimSuffix(b.Bytes(), []byte("\n")), []byte("\n")) {
+		if len(line) > 0 {
+			out = append(out, json.RawMessage(line))
+		}
+	}
+	return out, nil
+}
+
+// planJSON is `sluice plan --format json`: the stages of plan.Plan by
+// name, with the same facts as plan.Format prints.
+type planJSON struct {
+	Job    string `json:"job"`
+	File   string `json:"file,omitempty"`
+	Source struct {
+		Conn    string `json:"connection"`
+		Backend string `json:"backend"`
+		Stream  string `json:"stream"`
+		Table   string `json:"table"`
+		Mode    string `json:"mode"`
+	} `json:"source"`
+	Filter *struct {
+		Text    string   `json:"text"`
+		Dropped []string `json:"consumes_for_good,omitempty"`
+	} `json:"filter,omitempty"`
+	Project []struct {
+		Name string `json:"name"`
+		Expr string `json:"expr"`
+		Type string `json:"type"`
+	} `json:"project"`
+	Sink struct {
+		Conn        string   `json:"connection"`
+		Backend     string   `json:"backend"`
+		Table       string   `json:"table,omitempty"`
+		Mode        string   `json:"mode"`
+		Keys        []string `json:"keys,omitempty"`
+		OnDelete    string   `json:"on_delete,omitempty"`
+		TableExists bool     `json:"table_exists"`
+	} `json:"sink"`
+	Pushdown bool       `json:"pushdown"`
+	Setup    []string   `json:"setup,omitempty"`
+	Steps    []stepJSON `json:"steps"`
+	Warnings []string   `json:"warnings,omitempty"`
+}
+
+type stepJSON struct {
+	Where string `json:"where"`
+	What  string `json:"what"`
+	SQL   string `json:"sql,omitempty"`
+}
+
+// newPlanJSON converts a plan for --format json.
+func newPlanJSON(p *plan.Plan) planJSON {
+	var j planJSON
+	if p.Job != nil {
+		j.Job, j.File = p.Job.Name, p.Job.File
+	}
+	j.Source.Conn, j.Source.Backend, j.Source.Stream, j.Source.Table, j.Source.Mode = p.Source.Conn, p.Source.Backend, p.Source.Stream, p.Source.Table, p.Source.Mode
+	if p.Filter != nil {
+		j.Filter = &struct {
+			Text    string   `json:"text"`
+			Dropped []string `json:"consumes_for_good,omitempty"`
+		}{Text: p.Filter.Text}
+		for _, op := range p.Filter.Dropped {
+			j.Filter.Dropped = append(j.Filter.Dropped, op.String())
+		}
+	}
+	for _, it := range p.Project {
+		j.Project = append(j.Project, struct {
+			Name string `json:"name"`
+			Expr string `json:"expr"`
+			Type string `json:"type"`
+		}{it.Name, it.Text, it.Type.String()})
+	}
+	s := p.Sink
+	j.Sink.Conn, j.Sink.Backend, j.Sink.Table, j.Sink.Mode, j.Sink.Keys = s.Conn, s.Backend, s.Table, string(s.Mode), s.Keys
+	j.Sink.OnDelete, j.Sink.TableExists = string(s.OnDelete), s.TableExists
+	j.Pushdown, j.Setup, j.Warnings = p.Pushdown, p.Setup, p.Warnings
+	j.Steps = []stepJSON{}
+	for _, st := range p.Steps {
+		j.Steps = append(j.Steps, stepJSON{st.Where, st.What, st.SQL})
+	}
+	return j
+}
