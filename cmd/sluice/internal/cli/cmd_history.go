@@ -17,7 +17,7 @@ import (
 func init() { register(newHistoryCmd) }
 
 func newHistoryCmd(e *env) *cobra.Command {
-	var state string
+	var state, format string
 	var limit int
 	c := &cobra.Command{
 		Use:   "history [flags] [JOB]",
@@ -26,11 +26,12 @@ func newHistoryCmd(e *env) *cobra.Command {
 			"start, duration, status, changes read and written by change type, offsets, and the error.\n" +
 			"Runs that found nothing pending are not recorded; the header gives each job's last such check.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmdHistory(cmd.Context(), e, state, limit, args)
+			return cmdHistory(cmd.Context(), e, state, format, limit, args)
 		},
 	}
 	c.Flags().StringVar(&state, "state", "", "database `URL` holding the history (default: the default connection)")
 	c.Flags().IntVar(&limit, "limit", 20, "show the newest `N` runs")
+	c.Flags().StringVar(&format, "format", "table", "output `FORMAT`: table or json")
 	return c
 }
 
@@ -46,9 +47,12 @@ func openStore(ctx context.Context, e *env, r *runner.Runner, state string) (ser
 	return st, nil
 }
 
-func cmdHistory(ctx context.Context, e *env, state string, limit int, rest []string) error {
+func cmdHistory(ctx context.Context, e *env, state, format string, limit int, rest []string) error {
 	if len(rest) > 1 {
 		return usageErr("at most one job name")
+	}
+	if err := checkFormat(format, "table", "json"); err != nil {
+		return err
 	}
 	job := ""
 	if len(rest) == 1 {
@@ -64,6 +68,11 @@ func cmdHistory(ctx context.Context, e *env, state string, limit int, rest []str
 	runs, err := st.List(ctx, job, limit)
 	if err != nil {
 		return err
+	}
+	if format == "json" {
+		return writeJSON(e.stdout, struct {
+			Runs []serve.Run `json:"runs"`
+		}{append([]serve.Run{}, runs...)})
 	}
 	if err := serve.WriteEmptyChecks(ctx, e.stdout, st, job); err != nil {
 		return err

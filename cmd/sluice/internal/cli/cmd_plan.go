@@ -13,7 +13,7 @@ import (
 func init() { register(newPlanCmd) }
 
 func newPlanCmd(e *env) *cobra.Command {
-	var conn string
+	var conn, format string
 	c := &cobra.Command{
 		Use:   "plan [flags] JOB…",
 		Short: "print the stages, connections, SQL and warnings of a job, without running it",
@@ -23,17 +23,22 @@ func newPlanCmd(e *env) *cobra.Command {
 		ValidArgsFunction: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// plan writes nothing: a missing sink database is not created.
-			return cmdPlan(runner.WithCreate(cmd.Context(), runner.CreateNone), e, conn, args)
+			return cmdPlan(runner.WithCreate(cmd.Context(), runner.CreateNone), e, conn, format, args)
 		},
 	}
 	c.Flags().StringVar(&conn, "conn", "", "default connection `URL` for jobs that name none")
+	c.Flags().StringVar(&format, "format", "text", "output `FORMAT`: text or json (an array of plans)")
 	return c
 }
 
-func cmdPlan(ctx context.Context, e *env, conn string, paths []string) error {
+func cmdPlan(ctx context.Context, e *env, conn, format string, paths []string) error {
 	if len(paths) == 0 {
 		return usageErr("name a job file")
 	}
+	if err := checkFormat(format, "text", "json"); err != nil {
+		return err
+	}
+	plans := []planJSON{}
 	files, err := loadJobs(paths, e.maxJobSize)
 	if err != nil {
 		return err
@@ -42,7 +47,7 @@ func cmdPlan(ctx context.Context, e *env, conn string, paths []string) error {
 	defer r.Close()
 	failed, invalid := false, false
 	for i, f := range files {
-		if i > 0 {
+		if i > 0 && format == "text" {
 			fmt.Fprintln(e.stdout)
 		}
 		if f.err != nil {
@@ -56,7 +61,16 @@ func cmdPlan(ctx context.Context, e *env, conn string, paths []string) error {
 			failed = true
 			continue
 		}
+		if format == "json" {
+			plans = append(plans, newPlanJSON(prep.Plan))
+			continue
+		}
 		if err := plan.Format(e.stdout, prep.Plan); err != nil {
+			return err
+		}
+	}
+	if format == "json" {
+		if err := writeJSON(e.stdout, plans); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,7 @@ import (
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
-	"github.com/sluicedata/sluice/sinks/stdout"
+	"github.com/sluicedata/sluice/serve"
 )
 
 func init() { register(newPreviewCmd) }
@@ -23,6 +24,7 @@ type previewFlags struct {
 	conn   string
 	limit  int
 	format string
+	wide   bool
 }
 
 func newPreviewCmd(e *env) *cobra.Command {
@@ -41,7 +43,8 @@ func newPreviewCmd(e *env) *cobra.Command {
 	fl := c.Flags()
 	fl.StringVar(&f.conn, "conn", "", "connection `URL`")
 	fl.IntVar(&f.limit, "limit", 100, "show at most `N` changes")
-	fl.StringVar(&f.format, "format", "table", "output `FORMAT`: table or jsonl")
+	fl.StringVar(&f.format, "format", "table", "output `FORMAT`: table, jsonl, csv or json (changes, offset and whether more are pending)")
+	fl.BoolVar(&f.wide, "wide", false, "print long cells whole in the table")
 	return c
 }
 
@@ -49,8 +52,8 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 	if len(rest) != 1 {
 		return usageErr("name one stream")
 	}
-	if f.format != "table" && f.format != "jsonl" {
-		return usageErr("--format is table or jsonl")
+	if err := checkFormat(f.format, "table", "jsonl", "csv", "json"); err != nil {
+		return err
 	}
 	r := newRunner(e, f.conn)
 	defer r.Close()
@@ -98,10 +101,19 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 			break
 		}
 	}
-	if f.format == "jsonl" {
-		return stdout.JSONL(e.stdout, schema.Columns, rows)
+	if f.format == "json" {
+		changes, err := rowsJSON(schema.Columns, rows)
+		if err != nil {
+			return err
+		}
+		return writeJSON(e.stdout, struct {
+			Stream  string            `json:"stream"`
+			Offset  any               `json:"offset"`
+			More    bool              `json:"more_pending"`
+			Changes []json.RawMessage `json:"changes"`
+		}{info.Name, serve.OffsetJSON(info.Offset), more, changes})
 	}
-	if err := stdout.Table(e.stdout, schema.Columns, rows); err != nil {
+	if err := printRows(e.stdout, f.format, f.wide, schema.Columns, rows); err != nil || f.format != "table" {
 		return err
 	}
 	if more {

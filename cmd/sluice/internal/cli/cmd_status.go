@@ -16,7 +16,7 @@ import (
 func init() { register(newStatusCmd) }
 
 func newStatusCmd(e *env) *cobra.Command {
-	var conn, state string
+	var conn, state, format string
 	c := &cobra.Command{
 		Use:   "status [flags] DIR|FILE…",
 		Short: "list jobs with schedule, last run, next fire, pending changes and health",
@@ -24,17 +24,21 @@ func newStatusCmd(e *env) *cobra.Command {
 			"next fire time, pending changes (read, not consumed) and health.",
 		ValidArgsFunction: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmdStatus(cmd.Context(), e, conn, state, args)
+			return cmdStatus(cmd.Context(), e, conn, state, format, args)
 		},
 	}
 	c.Flags().StringVar(&conn, "conn", "", "default connection `URL` for jobs that name none")
 	c.Flags().StringVar(&state, "state", "", "database `URL` holding the history (default: the default connection)")
+	c.Flags().StringVar(&format, "format", "table", "output `FORMAT`: table or json (as /healthz lists jobs)")
 	return c
 }
 
-func cmdStatus(ctx context.Context, e *env, conn, state string, paths []string) error {
+func cmdStatus(ctx context.Context, e *env, conn, state, format string, paths []string) error {
 	if len(paths) == 0 {
 		return usageErr("name a directory or job files")
+	}
+	if err := checkFormat(format, "table", "json"); err != nil {
+		return err
 	}
 	files, err := loadJobs(paths, e.maxJobSize)
 	if err != nil {
@@ -58,6 +62,11 @@ func cmdStatus(ctx context.Context, e *env, conn, state string, paths []string) 
 	sts, err := serve.StatusOf(ctx, jobs, st, lagFunc(r), time.Now())
 	if err != nil {
 		return err
+	}
+	if format == "json" {
+		return writeJSON(e.stdout, struct {
+			Jobs []serve.JobStatus `json:"jobs"`
+		}{sts})
 	}
 	cols := []cdc.Column{{Name: "job", Type: cdc.TypeString}, {Name: "schedule", Type: cdc.TypeString}, {Name: "last run", Type: cdc.TypeString},
 		{Name: "next fire", Type: cdc.TypeString}, {Name: "pending", Type: cdc.TypeString}, {Name: "health", Type: cdc.TypeString}}
