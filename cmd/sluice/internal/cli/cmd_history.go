@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sluicedata/sluice/internal/redact"
 
@@ -87,7 +88,7 @@ func cmdHistory(ctx context.Context, e *env, state, format string, limit int, re
 			note = run.Skipped
 		}
 		rows = append(rows, []any{run.Job, run.Start, fmt.Sprintf("%.3f", run.Duration().Seconds()), string(run.Status),
-			counts(run.Read), counts(run.Written), run.From.String() + " -> " + run.To.String(), note})
+			counts(run.Read), counts(run.Written), offsetText(run.From, time.Time{}) + " -> " + offsetText(run.To, run.End), note})
 	}
 	return stdout.Table(e.stdout, cols, rows)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/sluicedata/sluice/dsl"
 
@@ -119,7 +120,7 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 	if more {
 		fmt.Fprintf(e.stdout, "(first %d pending changes shown; more are pending)\n", f.limit)
 	} else {
-		fmt.Fprintf(e.stdout, "(%d pending changes; offset %s; nothing consumed)\n", len(rows), info.Offset)
+		fmt.Fprintf(e.stdout, "(%d pending changes; offset %s; nothing consumed)\n", len(rows), offsetText(info.Offset, time.Time{}))
 	}
 	return nil
 }

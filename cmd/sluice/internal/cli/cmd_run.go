@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -112,7 +113,8 @@ func printResult(w io.Writer, res *runner.Result) {
 		fmt.Fprintf(w, "%s: skipped: %s\n", res.Job, res.Skipped)
 		return
 	}
-	fmt.Fprintf(w, "%s: read %s; wrote %s; offset %s -> %s\n", res.Job, counts(res.Stats.Read), counts(res.Stats.Written), res.From, res.To)
+	fmt.Fprintf(w, "%s: read %s; wrote %s; offset %s -> %s\n", res.Job, counts(res.Stats.Read), counts(res.Stats.Written),
+		offsetText(res.From, time.Time{}), offsetText(res.To, res.End))
 	if res.Skipped != "" {
 		fmt.Fprintf(w, "%s: note: %s\n", res.Job, res.Skipped)
 	}

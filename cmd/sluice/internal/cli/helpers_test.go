@@ -208,3 +208,14 @@ func sluiceOnPath(t *testing.T) string {
 	}
 	return dir
 }
+
+// mustSluiceIn runs the command line with stdin and fails the test unless
+// it exits 0.
+func mustSluiceIn(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	r := sluiceIn(t, stdin, args...)
+	if r.code != 0 {
+		t.Fatalf("sluice %s: %v", strings.Join(args, " "), r)
+	}
+	return r
+}

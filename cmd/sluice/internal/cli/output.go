@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/sinks/stdout"
+	"github.com/sluicedata/sluice/sources/postgres"
+	"github.com/sluicedata/sluice/sources/sqlite"
 )
 
 // maxCell is the display width at which table cells are cut (with …)
@@ -138,4 +141,27 @@ func newPlanJSON(p *plan.Plan) planJSON {
 		j.Steps = append(j.Steps, stepJSON{st.Where, st.What, st.SQL})
 	}
 	return j
+}
+
+// offsetText is an offset for people: the source's words for it
+// (postgres.DescribeOffset "batch 2", sqlite.DescribeOffset "change 17"),
+// else its raw form (cdc.Offset.String; Tablestore shards), "start" for
+// the zero offset; at, unless zero, is when it was committed
+// ("batch 2 at 2026-12-01 10:00:03Z"). JSON output keeps the raw form
+// (serve.OffsetJSON).
+func offsetText(o cdc.Offset, at time.Time) string {
+	if o.IsZero() {
+		return "start"
+	}
+	s, ok := postgres.DescribeOffset(o)
+	if !ok {
+		s, ok = sqlite.DescribeOffset(o)
+	}
+	if !ok {
+		s = o.String()
+	}
+	if !at.IsZero() {
+		s += " at " + at.UTC().Format("2006-01-02 15:04:05Z")
+	}
+	return s
 }
