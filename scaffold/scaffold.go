@@ -1,7 +1,8 @@
 // Package scaffold writes the files of a new sluice project, as
 // `sluice init` makes it: a setup script for a demo source table with
-// change tracking and streams, one YAML and one SQL job reading them, a
-// README and a .gitignore for SQLite databases. It does no database I/O.
+// change tracking and streams, one YAML and one SQL job reading them with a
+// test of each (`sluice test`), a README and a .gitignore for SQLite
+// databases. It does no database I/O.
 package scaffold
 
 import (

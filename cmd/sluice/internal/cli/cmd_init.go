@@ -18,10 +18,11 @@ func newInitCmd(e *env) *cobra.Command {
 	var conn string
 	c := &cobra.Command{
 		Use:   "init [flags] [DIR]",
-		Short: "scaffold a project: a demo setup script, a YAML and a SQL job, a README",
+		Short: "scaffold a project: a demo setup script, a YAML and a SQL job with their tests, a README",
 		Long: "Create a sluice project in DIR (default: the current directory): setup.sql (a demo table\n" +
-			"with change tracking and its streams), jobs/orders_copy.yaml and jobs/orders_events.sql,\n" +
-			"README.md and a .gitignore for SQLite databases, then print the next commands to run.\n" +
+			"with change tracking and its streams), jobs/orders_copy.yaml and jobs/orders_events.sql with\n" +
+			"a test each (sluice test jobs/), README.md and a .gitignore for SQLite databases, then print\n" +
+			"the next commands to run.\n" +
 			"Overwrites nothing: if any of the files exists, init writes none.",
 		Args: checkArgs(cobra.MaximumNArgs(1)),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

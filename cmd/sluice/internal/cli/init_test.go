@@ -35,7 +35,8 @@ func nextCommands(t *testing.T, out string) (cd string, cmds [][]string) {
 func TestInit(t *testing.T) {
 	t.Chdir(t.TempDir())
 	r := mustSluice(t, "init", "proj")
-	want := []string{".gitignore", "README.md", "jobs/orders_copy.yaml", "jobs/orders_events.sql", "setup.sql"}
+	want := []string{".gitignore", "README.md", "jobs/orders_copy.test.yaml", "jobs/orders_copy.yaml",
+		"jobs/orders_events.sql", "jobs/orders_events.test.yaml", "setup.sql"}
 	for _, f := range want {
 		if !strings.Contains(r.stdout, "created "+filepath.Join("proj", f)+"\n") {
 			t.Errorf("init did not report %s:\n%s", f, r.stdout)
@@ -51,6 +52,11 @@ func TestInit(t *testing.T) {
 		if !strings.Contains(r.stdout, "ok (job "+j+")") {
 			t.Errorf("validate does not accept %s:\n%v", j, r)
 		}
+	}
+	// The job tests made for each job pass (sluice test: in-memory SQLite).
+	r = mustSluice(t, "test", "jobs/")
+	if !strings.Contains(r.stdout, "2 passed, 0 failed") {
+		t.Errorf("sluice test jobs/ of the scaffold:\n%v", r)
 	}
 	if gi, err := os.ReadFile(".gitignore"); err != nil || !strings.Contains(string(gi), "\n*.db\n") {
 		t.Errorf(".gitignore has no *.db line (%v):\n%s", err, gi)
