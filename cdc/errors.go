@@ -76,7 +76,16 @@ func describe(v any) string {
 		return x.String() + " (decimal)"
 	case time.Time:
 		return FormatTimestamp(x) + " (timestamp)"
+	case Special:
+		return string(x)
+	case int64, int, int32, int16:
+		return FormatValue(v, Type{}) + " (integer)"
+	case float64, float32:
+		return FormatValue(v, Type{}) + " (floating point)"
+	case bool:
+		return FormatValue(v, Type{}) + " (boolean)"
 	default:
-		return fmt.Sprintf("%v (%T)", v, v)
+		// Never a Go type name: the value as text.
+		return fmt.Sprint(v)
 	}
 }

@@ -81,7 +81,7 @@ func ExampleValueError() {
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, cdc.ErrBadValue))
 	// Output:
-	// row with key (42), column "qty": cannot store 300 (int64) as TINYINT: out of range
+	// row with key (42), column "qty": cannot store 300 (integer) as TINYINT: out of range
 	// true
 }
 

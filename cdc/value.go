@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -64,6 +65,14 @@ func Coerce(v any, t Type) (any, error) {
 		switch x := v.(type) {
 		case float64:
 			return x, nil
+		case Special:
+			switch x {
+			case PosInfinity:
+				return math.Inf(1), nil
+			case NegInfinity:
+				return math.Inf(-1), nil
+			}
+			return math.NaN(), nil
 		case float32:
 			return float64(x), nil
 		case int64:
@@ -84,9 +93,19 @@ func Coerce(v any, t Type) (any, error) {
 		}
 		return bad("not a number")
 	case t.Kind == KindDecimal:
+		if sp, ok := special(v); ok {
+			if sp != NaN && t.Precision > 0 {
+				// As PostgreSQL: numeric(p,s) holds NaN but no infinity.
+				return bad("not a finite number: a DECIMAL of declared precision holds NaN but no infinity")
+			}
+			return sp, nil
+		}
 		d, err := toDecimal(v)
 		if err != nil {
 			return bad(err.Error())
+		}
+		if t.Precision == 0 {
+			return d, nil
 		}
 		r, err := FitDecimal(d, t)
 		if err != nil {
@@ -94,13 +113,32 @@ func Coerce(v any, t Type) (any, error) {
 			return bad(err.(*ValueError).Reason)
 		}
 		return r, nil
-	case t.Kind.IsText():
-		switch x := v.(type) {
-		case string:
-			return x, nil
-		case []byte:
-			return string(x), nil
+	case t.Kind == KindJSON:
+		s, ok := asText(v)
+		switch v.(type) {
 		case int64, int, float64, bool, decimal.Decimal:
+			// A number stored under a SQLite JSON column's NUMERIC affinity.
+			s, ok = FormatValue(v, Type{}), true
+		}
+		if !ok || !json.Valid([]byte(s)) {
+			return bad("not JSON")
+		}
+		return s, nil
+	case t.Kind == KindUUID:
+		if b, ok := v.([16]byte); ok {
+			return formatUUID(b), nil
+		}
+		s, ok := asText(v)
+		if !ok || !isUUID(s) {
+			return bad("not a UUID (want 8-4-4-4-12 hexadecimal digits)")
+		}
+		return s, nil
+	case t.Kind.IsText():
+		if s, ok := asText(v); ok {
+			return s, nil
+		}
+		switch x := v.(type) {
+		case int64, int, float64, bool, decimal.Decimal, Special:
 			return FormatValue(x, Type{}), nil
 		case time.Time:
 			return FormatValue(x, TypeTimestamp), nil
@@ -114,6 +152,15 @@ func Coerce(v any, t Type) (any, error) {
 			return []byte(x), nil
 		}
 		return bad("not binary")
+	case t.Kind == KindDate || t.Kind == KindTimestamp:
+		if sp, ok := special(v); ok {
+			if sp == NaN {
+				return bad("NaN is not a point in time")
+			}
+			return sp, nil
+		}
+	}
+	switch {
 	case t.Kind == KindDate:
 		switch x := v.(type) {
 		case time.Time:
@@ -146,6 +193,66 @@ func Coerce(v any, t Type) (any, error) {
 		return bad("not a timestamp")
 	}
 	return bad("unsupported type")
+}
+
+// special returns the Special that v stands for: a Special, a float64
+// NaN or infinity, or its text (ParseSpecial).
+func special(v any) (Special, bool) {
+	switch x := v.(type) {
+	case Special:
+		return x, true
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			return NaN, true
+		case math.IsInf(x, 1):
+			return PosInfinity, true
+		case math.IsInf(x, -1):
+			return NegInfinity, true
+		}
+	case string:
+		return ParseSpecial(x)
+	case []byte:
+		if len(x) <= 10 {
+			return ParseSpecial(string(x))
+		}
+	}
+	return "", false
+}
+
+// asText returns v when it is text (a string or bytes).
+func asText(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case []byte:
+		return string(x), true
+	}
+	return "", false
+}
+
+// isUUID reports whether s is a UUID in a form PostgreSQL reads: 32
+// hexadecimal digits, optionally in braces, with hyphens after any group
+// of four digits.
+func isUUID(s string) bool {
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}")
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
+			n++
+		case c == '-' && n > 0 && n%4 == 0 && i+1 < len(s) && s[i+1] != '-':
+		default:
+			return false
+		}
+	}
+	return n == 32
+}
+
+func formatUUID(b [16]byte) string {
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 func intRange(k Kind) (int64, int64) {
@@ -236,7 +343,12 @@ func toDecimal(v any) (decimal.Decimal, error) {
 // FitDecimal rounds d to t's scale (half away from zero) and checks that it
 // has at most t.Precision-t.Scale integer digits. It returns a *ValueError
 // when it does not fit.
+//
+// A DECIMAL without precision (Precision 0) takes d as it is.
 func FitDecimal(d decimal.Decimal, t Type) (decimal.Decimal, error) {
+	if t.Precision == 0 {
+		return d, nil
+	}
 	r := d.Round(int32(t.Scale))
 	intDigits := len(r.Abs().Truncate(0).BigInt().String())
 	if r.Abs().LessThan(decimal.NewFromInt(1)) {
@@ -279,7 +391,9 @@ func ParseTimestamp(s string) (time.Time, error) {
 // digits (1500 at scale 2 is "1500.00"); a decimal of unknown scale with its
 // own digits; TIMESTAMP as "2006-01-02 15:04:05.999999999-07:00" (zone kept,
 // fraction trimmed); DATE as "2006-01-02"; BINARY as lower-case hex with a
-// "0x" prefix; floats in the shortest form that round-trips.
+// "0x" prefix; floats in the shortest form that round-trips, NaN and the
+// infinities as PostgreSQL writes them ("NaN", "Infinity", "-Infinity");
+// a Special as Special.Text.
 func FormatValue(v any, t Type) string {
 	switch x := v.(type) {
 	case nil:
@@ -296,7 +410,17 @@ func FormatValue(v any, t Type) string {
 		}
 		return "false"
 	case float64:
+		switch {
+		case math.IsNaN(x):
+			return "NaN"
+		case math.IsInf(x, 1):
+			return "Infinity"
+		case math.IsInf(x, -1):
+			return "-Infinity"
+		}
 		return strconv.FormatFloat(x, 'g', -1, 64)
+	case Special:
+		return x.Text(t)
 	case decimal.Decimal:
 		if t.Kind == KindDecimal {
 			return x.StringFixed(int32(t.Scale))

@@ -35,9 +35,18 @@ func (pgDialect) Name() string { return "postgres" }
 // PGType returns the PostgreSQL type of a dialect type: INT integer, BIGINT
 // bigint, SMALLINT and TINYINT smallint, BOOLEAN boolean, FLOAT real,
 // DOUBLE double precision, DECIMAL(p,s) numeric(p,s), STRING/VARCHAR/CHAR
-// text, DATE date, TIMESTAMP timestamptz, BINARY bytea.
+// text, DATE date, TIMESTAMP timestamptz, BINARY bytea, JSON jsonb, UUID
+// uuid; a type with a Native name (cdc.Type) is that type, a DECIMAL
+// without precision numeric.
 func PGType(t cdc.Type) string {
+	if t.Native != "" {
+		return t.Native
+	}
 	switch t.Kind {
+	case cdc.KindJSON:
+		return "jsonb"
+	case cdc.KindUUID:
+		return "uuid"
 	case cdc.KindTinyInt, cdc.KindSmallInt:
 		return "smallint"
 	case cdc.KindInt:
@@ -51,6 +60,9 @@ func PGType(t cdc.Type) string {
 	case cdc.KindDouble:
 		return "double precision"
 	case cdc.KindDecimal:
+		if t.Precision == 0 {
+			return "numeric"
+		}
 		return fmt.Sprintf("numeric(%d,%d)", t.Precision, t.Scale)
 	case cdc.KindDate:
 		return "date"
@@ -226,8 +238,14 @@ func (pgDialect) cast(from, to cdc.Type, a string) string {
 	switch {
 	case isNullType(from):
 		return "CAST(NULL AS " + PGType(to) + ")"
-	case from == to, from.Kind.IsText() && to.Kind.IsText():
+	case from == to, from.Kind.IsPlainText() && to.Kind.IsPlainText():
 		return a
+	case to.Kind == cdc.KindJSON && (from.Kind.IsNumeric() || from.Kind == cdc.KindBoolean):
+		// A number or boolean is its JSON text, as the Go evaluation makes it.
+		return "CAST(to_jsonb(" + a + ") AS " + PGType(to) + ")"
+	case to.Kind.IsText() && !to.Kind.IsPlainText():
+		// Into JSON, UUID or a native type: PostgreSQL parses the text.
+		return "CAST(" + pgDialect{}.cast(from, cdc.TypeString, a) + " AS " + PGType(to) + ")"
 	case to.Kind.IsInteger():
 		switch {
 		case from.Kind == cdc.KindDecimal || isFloat(from):

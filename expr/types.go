@@ -57,6 +57,10 @@ func asDecimalType(n *node) cdc.Type {
 	t := n.typ
 	switch t.Kind {
 	case cdc.KindDecimal:
+		if t.Precision == 0 {
+			// numeric without precision: computed as DECIMAL(38,10).
+			return cdc.Decimal(maxPrec, 10)
+		}
 		return t
 	case cdc.KindTinyInt:
 		return cdc.Decimal(3, 0)

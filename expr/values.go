@@ -134,8 +134,11 @@ func castValue(v any, from, to cdc.Type) (any, error) {
 		return nil, fmt.Errorf("%w: cannot CAST %s to %s: %s", ErrEval, describeValue(v), to, why)
 	}
 	switch {
-	case to.Kind.IsText():
+	case to.Kind.IsPlainText():
 		return toText(v, from), nil
+	case to.Kind.IsText():
+		// JSON, UUID, a native type: the text, checked as Coerce does.
+		v = toText(v, from)
 	case to.Kind.IsInteger():
 		switch x := v.(type) {
 		case decimal.Decimal:

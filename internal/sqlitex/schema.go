@@ -90,7 +90,7 @@ func CreateTableSQL(table string, s cdc.Schema, ifNotExists bool) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(Quote(c.Name) + " " + DeclaredType(c.Type))
+		b.WriteString(Quote(c.Name) + " " + DeclareSQL(c.Type))
 		if c.NotNull || key[strings.ToLower(c.Name)] {
 			b.WriteString(" NOT NULL")
 		}

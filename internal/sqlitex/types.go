@@ -13,9 +13,21 @@ import (
 // BINARY; TEXT for STRING; DECIMAL_TEXT(p,s) for DECIMAL(p,s), which has
 // TEXT affinity so that decimals are stored exactly as fixed-scale text.
 // LogicalType(DeclaredType(t)) == t for every valid t.
+//
+// Types of another database with no SQLite form (docs/types.md) are
+// declared "TEXT:" and the PostgreSQL type ("TEXT:jsonb", "TEXT:uuid",
+// "TEXT:integer[]", "TEXT:timestamp without time zone"; written quoted)
+// and store PostgreSQL's text of the value; a DECIMAL without precision is
+// DECIMAL_TEXT.
 func DeclaredType(t cdc.Type) string {
+	if n := pgName(t); n != "" {
+		return nativePrefix + n
+	}
 	switch t.Kind {
 	case cdc.KindDecimal:
+		if t.Precision == 0 {
+			return "DECIMAL_TEXT"
+		}
 		return fmt.Sprintf("DECIMAL_TEXT(%d,%d)", t.Precision, t.Scale)
 	case cdc.KindString:
 		return "TEXT"
@@ -30,7 +42,13 @@ func DeclaredType(t cdc.Type) string {
 // CHAR, CLOB or TEXT → STRING; BLOB or no type → BINARY; REAL, FLOA or DOUB
 // → DOUBLE; otherwise (NUMERIC affinity) → DECIMAL(38,10).
 func LogicalType(declared string) cdc.Type {
+	if n, ok := strings.CutPrefix(strings.TrimSpace(declared), nativePrefix); ok {
+		return fromPGName(n)
+	}
 	d := strings.ToUpper(strings.TrimSpace(declared))
+	if d == "DECIMAL_TEXT" {
+		return cdc.TypeNumeric
+	}
 	if rest, ok := strings.CutPrefix(d, "DECIMAL_TEXT"); ok {
 		if t, err := cdc.ParseType("DECIMAL" + rest); err == nil {
 			return t
@@ -72,4 +90,52 @@ func Quote(ident string) string {
 // QuoteString returns s as a single-quoted SQL string literal.
 func QuoteString(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// nativePrefix starts the declared type of a column that stores another
+// database's type as text.
+const nativePrefix = "TEXT:"
+
+// pgName is the PostgreSQL type of t that DeclaredType records, "" for
+// the types SQLite declares by their dialect name.
+func pgName(t cdc.Type) string {
+	switch t.Kind {
+	case cdc.KindJSON:
+		if t.Native != "" {
+			return t.Native
+		}
+		return "jsonb"
+	case cdc.KindUUID:
+		return "uuid"
+	case cdc.KindNative:
+		return t.Native
+	case cdc.KindTimestamp:
+		return t.Native
+	}
+	return ""
+}
+
+// fromPGName inverts pgName.
+func fromPGName(n string) cdc.Type {
+	switch n {
+	case "jsonb":
+		return cdc.TypeJSON
+	case "json":
+		return cdc.Type{Kind: cdc.KindJSON, Native: "json"}
+	case "uuid":
+		return cdc.TypeUUID
+	case cdc.TimestampNTZ:
+		return cdc.Type{Kind: cdc.KindTimestamp, Native: cdc.TimestampNTZ}
+	}
+	return cdc.NativeType(n)
+}
+
+// DeclareSQL is DeclaredType as CREATE TABLE writes it: quoted when it is not
+// a plain type name ("TEXT:integer[]").
+func DeclareSQL(t cdc.Type) string {
+	d := DeclaredType(t)
+	if strings.HasPrefix(d, nativePrefix) {
+		return Quote(d)
+	}
+	return d
 }

@@ -3,6 +3,7 @@ package sqlitex
 import (
 	"database/sql/driver"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -27,6 +28,9 @@ const TimestampLayout = "2006-01-02 15:04:05.999999999-07:00"
 //	DATE                        string "2006-01-02"
 //	TIMESTAMP                   string in TimestampLayout, zone kept
 //	BINARY                      []byte
+//	JSON UUID NATIVE            string, PostgreSQL's text of the value
+//	NaN in FLOAT DOUBLE         string "NaN" (SQLite turns a REAL NaN into NULL)
+//	cdc.Special                 string as PostgreSQL writes it ("infinity", "NaN", "-Infinity")
 //
 // It returns the *cdc.ValueError of cdc.Coerce (wrapping cdc.ErrBadValue)
 // when v does not convert.
@@ -42,16 +46,26 @@ func Encode(v any, t cdc.Type) (driver.Value, error) {
 		}
 		return int64(0), nil
 	case decimal.Decimal:
+		if t.Precision == 0 {
+			return x.String(), nil
+		}
 		return x.StringFixed(int32(t.Scale)), nil
+	case cdc.Special:
+		return x.Text(t), nil
+	case float64:
+		if math.IsNaN(x) {
+			return "NaN", nil // SQLite stores a REAL NaN as NULL
+		}
+		return x, nil
 	case time.Time:
 		if t.Kind == cdc.KindDate {
 			return x.Format(time.DateOnly), nil
 		}
 		return x.Format(TimestampLayout), nil
-	case int64, float64, string, []byte:
+	case int64, string, []byte:
 		return x, nil
 	}
-	return nil, fmt.Errorf("%w: %T for %s", cdc.ErrBadValue, c, t)
+	return nil, &cdc.ValueError{Type: t, Value: c, Reason: "no SQLite form"}
 }
 
 // EncodeRow encodes row (aligned with cols) with Encode. Errors name the

@@ -73,6 +73,10 @@ type ApplyOptions struct {
 	// guess (without it PostgreSQL hashes the target instead of the
 	// changes). The net-change table of a collapse is always analyzed.
 	Analyze bool
+	// Casts, when not nil, holds for each projected column the type the
+	// relation's text column is cast to ("" for none): the staging table
+	// holds values pgx cannot COPY in their type's binary form as text.
+	Casts []string
 }
 
 // Apply is the compiled application of a change relation to a target
@@ -134,6 +138,10 @@ func CompileApply(st *plan.SinkStage, target cdc.Schema, relation string, opt Ap
 	if err := checkReserved(st.Schema); err != nil {
 		return nil, err
 	}
+	raw := relation
+	if opt.Casts != nil {
+		relation = castRelation(st, relation, opt.Casts)
+	}
 	if st.Merge != nil {
 		return compileMergeInto(st, target, relation, opt)
 	}
@@ -158,8 +166,25 @@ func CompileApply(st *plan.SinkStage, target cdc.Schema, relation string, opt Ap
 		a.compileHistory(names, target, relation)
 		return a, nil
 	}
-	a.compileMerge(names, relation, opt)
+	a.compileMerge(names, relation, raw, opt)
 	return a, nil
+}
+
+// castRelation wraps relation in a subquery that casts its text columns
+// to their types (ApplyOptions.Casts).
+func castRelation(st *plan.SinkStage, relation string, casts []string) string {
+	cols := []string{colOp, colVer, colOrd, colPresent}
+	if st.NeedsCommitTime() {
+		cols = append(cols, colTS)
+	}
+	for i, c := range st.Schema.Columns {
+		q := Quote(c.Name)
+		if casts[i] != "" {
+			q = fmt.Sprintf("CAST(%s AS %s) AS %s", q, casts[i], q)
+		}
+		cols = append(cols, q)
+	}
+	return fmt.Sprintf("(SELECT %s FROM %s)", strings.Join(cols, ", "), relation)
 }
 
 // checkReserved rejects projected columns named like the change-relation
@@ -238,7 +263,8 @@ func (a *Apply) compileAppend(names []string, relation string, opt ApplyOptions)
 // compileMerge compiles mode merge: the net change per key (last change in
 // (__ver, __ord) order, UPDATE_BEFORE ignored, partial rows folded) into a
 // TEMP table, then MERGE (15+) or DELETE + upserts (13/14).
-func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) {
+// raw is relation before castRelation (the table ANALYZE takes).
+func (a *Apply) compileMerge(names []string, relation, raw string, opt ApplyOptions) {
 	s := a.st.Schema
 	isKey := make([]bool, len(s.Columns))
 	var keys, on []string
@@ -264,7 +290,7 @@ func (a *Apply) compileMerge(names []string, relation string, opt ApplyOptions) 
 	switch {
 	case full:
 		if opt.Analyze {
-			analyze(relation)
+			analyze(raw)
 		}
 	case opt.Partial:
 		a.add(kindExec, "collapse to the net change per key (last in commit order; UPDATE_BEFORE ignored; partial rows folded column by column)",

@@ -120,6 +120,7 @@ type compiled struct {
 	columns []string   // target column names, aligned with st.Schema
 	notNull []bool     // mode merge: the target column is NOT NULL and not a merge key (those are checked apart), aligned with st.Schema
 	stage   string     // CREATE TEMP TABLE of the stage, "" for direct COPY
+	casts   []string   // per projected column, the type its text-staged values are cast to ("" none); nil when none is
 	apply   *Apply     // the merge over StageTable (full rows); nil for direct COPY
 	partial *Apply     // the same for batches with partial rows
 	batch   *Apply     // with one change per key: the merge of each staged batch (no ANALYZE)
@@ -145,7 +146,9 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 		c.create, c.index = createTarget(st)
 		t = &Table{Name: st.Table, Key: keys}
 		for _, col := range st.WithAdded().Columns {
-			t.Columns = append(t.Columns, Column{Column: col, PGType: ColumnType(col.Type), Native: true})
+			pgt := ColumnType(col.Type)
+			_, native := LogicalType(pgt)
+			t.Columns = append(t.Columns, Column{Column: col, PGType: pgt, Native: native})
 		}
 	} else if st.Merge == nil {
 		if err := checkAdded(t, st); err != nil {
@@ -157,11 +160,22 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 	c.types = make([]cdc.Type, len(st.Schema.Columns))
 	c.columns = make([]string, len(st.Schema.Columns))
 	var stageDefs []string
+	c.casts = make([]string, len(st.Schema.Columns))
+	// stageDef stages column i as type pgt, or as text when pgx cannot
+	// COPY the value in pgt's binary form (json, uuid, arrays, …: values
+	// carried as PostgreSQL's text); the apply then casts it to pgt.
+	stageDef := func(i int, name, pgt string) {
+		if _, native := LogicalType(pgt); !native {
+			c.casts[i] = pgt
+			pgt = "text"
+		}
+		stageDefs = append(stageDefs, Quote(name)+" "+pgt)
+	}
 	for i, col := range st.Schema.Columns {
 		if st.Merge != nil {
 			// A SQL MERGE source is any relation: stage it with its own types.
 			c.types[i], c.columns[i] = col.Type, col.Name
-			stageDefs = append(stageDefs, Quote(col.Name)+" "+ColumnType(col.Type))
+			stageDef(i, col.Name, ColumnType(col.Type))
 			continue
 		}
 		tc, ok := target.Column(col.Name)
@@ -178,10 +192,22 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 			}
 			c.notNull[i] = true
 		}
-		pgt := t.Columns[target.Index(tc.Name)].PGType
-		stageDefs = append(stageDefs, Quote(col.Name)+" "+pgt)
+		stageDef(i, col.Name, t.Columns[target.Index(tc.Name)].PGType)
+	}
+	if !slices.ContainsFunc(c.casts, func(s string) bool { return s != "" }) {
+		c.casts = nil
 	}
 	if !st.Mode.Keyed() && st.Merge == nil {
+		if c.casts == nil {
+			return c, nil
+		}
+		// Values pgx cannot COPY into their column: staged as text and
+		// inserted with casts at commit.
+		var err error
+		if c.apply, err = CompileApply(st, target, "pg_temp."+StageTable, ApplyOptions{ServerVersion: p.sink.version, Partial: st.PartialRows, Casts: c.casts}); err != nil {
+			return nil, err
+		}
+		c.stageTable(st, stageDefs)
 		return c, nil
 	}
 	if st.Merge == nil && st.Mode == plan.ModeMerge && exists && p.sink.version < MinMergeVersion {
@@ -195,7 +221,7 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 	}
 	// One change per key (the planner's OneChangePerKey): the staged rows
 	// are the net changes, applied without a collapse.
-	opt := ApplyOptions{ServerVersion: p.sink.version, FullRows: st.OneChangePerKey, Analyze: true}
+	opt := ApplyOptions{ServerVersion: p.sink.version, FullRows: st.OneChangePerKey, Analyze: true, Casts: c.casts}
 	var err error
 	if c.apply, err = CompileApply(st, target, "pg_temp."+StageTable, opt); err != nil {
 		return nil, err
@@ -216,14 +242,21 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 			return nil, err
 		}
 	}
+	c.stageTable(st, stageDefs)
+	return c, nil
+}
+
+// stageTable sets the change-relation columns staged before the projected
+// ones and the CREATE TEMP TABLE of the staging table with them and the
+// projected columns defs.
+func (c *compiled) stageTable(st *plan.SinkStage, defs []string) {
 	c.meta = []string{colOp, colVer, colOrd, colPresent}
 	metaDefs := []string{colOp + " text NOT NULL", colVer + " bigint", colOrd + " bigint NOT NULL", colPresent + " text"}
 	if st.NeedsCommitTime() {
 		c.meta, metaDefs = append(c.meta, colTS), append(metaDefs, colTS+" timestamptz")
 	}
 	c.stage = fmt.Sprintf("CREATE TEMP TABLE %s (%s, %s) ON COMMIT DROP",
-		StageTable, strings.Join(metaDefs, ", "), strings.Join(stageDefs, ", "))
-	return c, nil
+		StageTable, strings.Join(metaDefs, ", "), strings.Join(defs, ", "))
 }
 
 // CreateTableSQL returns the CREATE TABLE of a target created from the

@@ -174,6 +174,7 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 	st := t.p.st
 	cols := st.Schema.Columns
 	staged := t.c.apply != nil
+	merge := staged && st.Mode == plan.ModeMerge && st.Merge == nil
 	off := 0
 	if staged {
 		off = len(t.c.meta)
@@ -184,12 +185,12 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 		if len(ch.Row) != len(cols) || (ch.Present != nil && len(ch.Present) != len(cols)) {
 			return fmt.Errorf("postgres sink: row has %d values for %d columns", len(ch.Row), len(cols))
 		}
-		if staged && ch.Op == cdc.OpUpdateBefore && st.Merge == nil {
+		if merge && ch.Op == cdc.OpUpdateBefore {
 			continue // a merge ignores UPDATE_BEFORE
 		}
 		r := make([]any, off+len(cols))
 		if staged {
-			if ch.Present != nil && st.Merge == nil && t.c.partial == nil {
+			if ch.Present != nil && merge && t.c.partial == nil {
 				return errPartialRow(st.Table)
 			}
 			t.ord++
@@ -212,7 +213,7 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 			}
 			r[off+i] = Encode(cv, t.c.types[i])
 		}
-		if staged && st.Merge == nil {
+		if merge {
 			for j, i := range t.keyIdx {
 				if !ch.Has(i) || ch.Row[i] == nil {
 					return t.valueError(&cdc.ValueError{Type: t.c.types[i], Reason: "a merge key column must not be NULL or missing"}, ch, t.keyName[j])
@@ -306,7 +307,7 @@ func (t *Tx) copyError(err error, batch []cdc.Change, rows [][]any) error {
 }
 
 func (t *Tx) nthWritten(batch []cdc.Change, n int) *cdc.Change {
-	skip := t.c.apply != nil && t.p.st.Merge == nil
+	skip := t.c.apply != nil && t.p.st.Merge == nil && t.p.st.Mode == plan.ModeMerge
 	for i := range batch {
 		if skip && batch[i].Op == cdc.OpUpdateBefore {
 			continue

@@ -71,15 +71,36 @@ func ColumnType(t cdc.Type) string {
 var typmod = regexp.MustCompile(`^([a-z ]+)(?:\((\d+)(?:,(\d+))?\))?(\[\])?$`)
 
 // LogicalType maps a PostgreSQL type as format_type() prints it
-// ("numeric(10,2)", "character varying(20)", "timestamp with time zone")
-// to a logical type. native is false for types outside the mapping
-// (json, uuid, arrays, …): they are read as STRING through a ::text cast.
-// Unconstrained numeric is DECIMAL(38,10) as on SQLite; its values keep
-// their own digits.
+// ("numeric(10,2)", "character varying(20)", "timestamp with time zone",
+// "jsonb", "integer[]", "public.mood") to a logical type (docs/types.md).
+// native is false for the types read through a ::text cast, whose values
+// travel as PostgreSQL's own text: json and jsonb (JSON; json keeps
+// Native "json"), uuid (UUID), and every type the dialect has no name for
+// (arrays, interval, inet, enums, domains, …: cdc.NativeType). numeric
+// without precision is DECIMAL without precision (cdc.TypeNumeric: its
+// values keep their own digits); timestamp without time zone is TIMESTAMP
+// with Native cdc.TimestampNTZ.
 func LogicalType(pgType string) (t cdc.Type, native bool) {
+	switch pgType {
+	case "jsonb":
+		return cdc.TypeJSON, false
+	case "json":
+		return cdc.Type{Kind: cdc.KindJSON, Native: "json"}, false
+	case "uuid":
+		return cdc.TypeUUID, false
+	}
 	m := typmod.FindStringSubmatch(pgType)
 	if m == nil || m[4] != "" {
-		return cdc.TypeString, false
+		return cdc.NativeType(pgType), false
+	}
+	// The short names ColumnType writes.
+	switch m[1] {
+	case "timestamptz":
+		m[1] = "timestamp with time zone"
+	case "varchar":
+		m[1] = "character varying"
+	case "char":
+		m[1] = "character"
 	}
 	n1, _ := strconv.Atoi(m[2])
 	n2, _ := strconv.Atoi(m[3])
@@ -98,7 +119,7 @@ func LogicalType(pgType string) (t cdc.Type, native bool) {
 		return cdc.TypeDouble, true
 	case "numeric":
 		if m[2] == "" {
-			return cdc.Decimal(cdc.MaxDecimalPrecision, 10), true
+			return cdc.TypeNumeric, true
 		}
 		return cdc.Decimal(n1, n2), true
 	case "text":
@@ -112,12 +133,20 @@ func LogicalType(pgType string) (t cdc.Type, native bool) {
 		return cdc.Type{Kind: cdc.KindChar, Length: max(n1, 1)}, true
 	case "date":
 		return cdc.TypeDate, true
-	case "timestamp with time zone", "timestamp without time zone":
+	case "timestamp with time zone":
+		if m[2] != "" {
+			break // timestamptz(p) rounds: keep its own type
+		}
 		return cdc.TypeTimestamp, true
+	case "timestamp without time zone":
+		if m[2] != "" {
+			break
+		}
+		return cdc.Type{Kind: cdc.KindTimestamp, Native: cdc.TimestampNTZ}, true
 	case "bytea":
 		return cdc.TypeBinary, true
 	}
-	return cdc.TypeString, false
+	return cdc.NativeType(pgType), false
 }
 
 // Column is a column of an existing PostgreSQL table.
@@ -222,10 +251,30 @@ func DescribeQualified(ctx context.Context, q Querier, schema, name string) (tab
 
 // Encode converts a canonical value of logical type t (package cdc) to
 // what pgx sends for a column of that type: DECIMAL as pgtype.Numeric
-// (exact), everything else unchanged.
+// (exact), a cdc.Special as the pgtype value of t with its NaN or
+// infinity, everything else unchanged.
 func Encode(v any, t cdc.Type) any {
-	if d, ok := v.(decimal.Decimal); ok {
-		return pgtype.Numeric{Int: d.Coefficient(), Exp: d.Exponent(), Valid: true}
+	switch x := v.(type) {
+	case decimal.Decimal:
+		return pgtype.Numeric{Int: x.Coefficient(), Exp: x.Exponent(), Valid: true}
+	case cdc.Special:
+		inf := pgtype.Infinity
+		if x == cdc.NegInfinity {
+			inf = pgtype.NegativeInfinity
+		}
+		switch {
+		case t.Kind == cdc.KindDecimal && x == cdc.NaN:
+			return pgtype.Numeric{NaN: true, Valid: true}
+		case t.Kind == cdc.KindDecimal:
+			return pgtype.Numeric{InfinityModifier: inf, Valid: true}
+		case t.Kind == cdc.KindDate:
+			return pgtype.Date{InfinityModifier: inf, Valid: true}
+		case t.Kind == cdc.KindTimestamp && t.Native == cdc.TimestampNTZ:
+			return pgtype.Timestamp{InfinityModifier: inf, Valid: true}
+		case t.Kind == cdc.KindTimestamp:
+			return pgtype.Timestamptz{InfinityModifier: inf, Valid: true}
+		}
+		return x.Text(t)
 	}
 	return v
 }
@@ -234,7 +283,8 @@ func Encode(v any, t cdc.Type) any {
 // logical type t to its canonical form: integers int64, real via its
 // shortest float32 text (0.1 stays 0.1), numeric → decimal.Decimal exactly
 // (NaN and infinities are errors), timestamptz → time.Time in UTC, date →
-// UTC midnight.
+// UTC midnight; numeric NaN and the infinities of numeric, date and
+// timestamp → cdc.Special (cdc.Coerce to t).
 func Decode(v any, t cdc.Type) (any, error) {
 	switch x := v.(type) {
 	case nil:
@@ -246,7 +296,22 @@ func Decode(v any, t cdc.Type) (any, error) {
 	case float32:
 		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
 		return f, nil
+	case pgtype.InfinityModifier:
+		sp := cdc.PosInfinity
+		if x == pgtype.NegativeInfinity {
+			sp = cdc.NegInfinity
+		}
+		return cdc.Coerce(sp, t)
 	case pgtype.Numeric:
+		if x.NaN {
+			return cdc.Coerce(cdc.NaN, t)
+		}
+		if x.InfinityModifier == pgtype.Infinity {
+			return cdc.Coerce(cdc.PosInfinity, t)
+		}
+		if x.InfinityModifier == pgtype.NegativeInfinity {
+			return cdc.Coerce(cdc.NegInfinity, t)
+		}
 		d, err := NumericToDecimal(x)
 		if err != nil {
 			return nil, &cdc.ValueError{Type: t, Value: v, Reason: err.Error()}
@@ -259,6 +324,9 @@ func Decode(v any, t cdc.Type) (any, error) {
 		if t.Kind == cdc.KindDate {
 			y, m, d := x.Date()
 			return time.Date(y, m, d, 0, 0, 0, 0, time.UTC), nil
+		}
+		if t.Kind.IsText() {
+			return cdc.Coerce(x, t)
 		}
 		return x.UTC(), nil
 	case pgtype.Time, pgtype.Interval, [16]byte:

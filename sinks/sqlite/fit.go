@@ -31,14 +31,14 @@ func sqlFit(args []driver.Value) (driver.Value, error) {
 	if args[0] == nil {
 		return nil, nil
 	}
-	from, err1 := cdc.ParseType(asString(args[1]))
-	to, err2 := cdc.ParseType(asString(args[2]))
+	from, err1 := cdc.ParseStoredType(asString(args[1]))
+	to, err2 := cdc.ParseStoredType(asString(args[2]))
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, err
 	}
 	// The stored value is trusted to be of type from; it is decoded without
 	// re-checking from's precision so that only the target type can fail.
-	if from.Kind == cdc.KindDecimal {
+	if from.Kind == cdc.KindDecimal && from.Precision > 0 {
 		from = cdc.Decimal(cdc.MaxDecimalPrecision, from.Scale)
 	}
 	canon, err := sqlitex.Decode(args[0], from)
@@ -99,7 +99,7 @@ func fitError(err error) *cdc.ValueError {
 	if dec.Decode(&p) != nil {
 		return nil
 	}
-	t, _ := cdc.ParseType(p.Type)
+	t, _ := cdc.ParseStoredType(p.Type)
 	ve := &cdc.ValueError{Column: p.Column, Type: t, Value: p.Value, Reason: p.Reason}
 	if p.Key != "" {
 		ve.Key = []any{rawText(p.Key)}

@@ -186,7 +186,7 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 	}
 	c.meta = len(meta)
 	for i, col := range st.Schema.Columns {
-		defs = append(defs, sqlitex.Quote(col.Name)+" "+sqlitex.DeclaredType(c.relTypes[i]))
+		defs = append(defs, sqlitex.Quote(col.Name)+" "+sqlitex.DeclareSQL(c.relTypes[i]))
 	}
 	c.stage = fmt.Sprintf("CREATE TEMP TABLE %s (%s)", StageTable, strings.Join(defs, ", "))
 	c.insert = fmt.Sprintf("INSERT INTO temp.%s (%s, %s) VALUES (%s, %s)", StageTable,

@@ -73,6 +73,44 @@ type queryOptions struct {
 	// table itself, ordered by the key, with NULL versions and times
 	// (tableImagesQuery): for a caller that uses neither.
 	fromTable bool
+	// native outputs every table column in the table's own type: the
+	// columns the log window carries as text (json, uuid, arrays, …,
+	// sinkpg.LogicalType) are cast back, so a same-database write stores
+	// them in their own type (pushdown). Without it they stay text, as
+	// Changes decodes them.
+	native bool
+}
+
+// out returns the SQL of an output column of c, sql, cast back to c's
+// type when o.native and the read carries c as text.
+func (o queryOptions) out(c sinkpg.Column, sql string) string {
+	if o.native && !c.Native {
+		return "(" + sql + ")::" + c.PGType
+	}
+	return sql
+}
+
+// outTable is the table's columns as read from the table itself: text
+// as the log carries them (textCols), or with o.native the columns
+// themselves.
+func (o queryOptions) outTable(t *Tracked, textCols []string) string {
+	if !o.native {
+		return strings.Join(textCols, ", ")
+	}
+	return sinkpg.QuoteList("t.", t.Table.Schema().Names())
+}
+
+// outList is the table's columns by name, through out.
+func (o queryOptions) outList(t *Tracked) string {
+	l := make([]string, len(t.Table.Columns))
+	for i, c := range t.Table.Columns {
+		n := sinkpg.Quote(c.Name)
+		l[i] = n
+		if o.native && !c.Native {
+			l[i] = o.out(c, n) + " AS " + n
+		}
+	}
+	return strings.Join(l, ", ")
 }
 
 // seqVersioned reports whether a read from from uses the __seq offset
@@ -146,8 +184,8 @@ i AS ((SELECT %[1]s FROM %[2]s t UNION ALL SELECT %[3]s FROM w WHERE __op IN ('B
 u AS (SELECT 0 AS __part, 0::bigint AS __seq, %[4]s AS __ts, %[3]s FROM i
       UNION ALL SELECT 1, __seq, __ts, %[3]s FROM w WHERE __op = 'I')
 SELECT 'INSERT' AS "__change_type", %[5]sdense_rank() OVER (ORDER BY __part, __seq) AS "__commit_version",
-       __ts AS "__commit_timestamp", %[3]s
-FROM u ORDER BY __part, __seq`, strings.Join(tableCols, ", "), sinkpg.Quote(t.Table.Name), list, created, version)
+       __ts AS "__commit_timestamp", %[6]s
+FROM u ORDER BY __part, __seq`, strings.Join(tableCols, ", "), sinkpg.Quote(t.Table.Name), list, created, version, o.outList(t))
 		}
 		// STANDARD from nothing: every row at the read point is an INSERT.
 		// Rows untouched since the offset share the first version (the
@@ -163,14 +201,14 @@ z AS (SELECT DISTINCT ON (%[1]s) %[1]s, __seq, __ts FROM w ORDER BY %[1]s, __seq
 SELECT 'INSERT' AS "__change_type", %[2]sdense_rank() OVER (ORDER BY coalesce(z.__seq, 0)) AS "__commit_version",
        coalesce(z.__ts, %[3]s) AS "__commit_timestamp", %[4]s
 FROM %[5]s t LEFT JOIN z ON %[6]s ORDER BY coalesce(z.__seq, 0), %[7]s`,
-			keys, version, created, strings.Join(tableCols, ", "), sinkpg.Quote(t.Table.Name), strings.Join(on, " AND "), sinkpg.QuoteList("t.", t.Table.Key))
+			keys, version, created, o.outTable(t, tableCols), sinkpg.Quote(t.Table.Name), strings.Join(on, " AND "), sinkpg.QuoteList("t.", t.Table.Key))
 	}
 
 	if s.Mode == dsl.ModeAppendOnly {
 		return w + fmt.Sprintf(`
 SELECT 'INSERT' AS "__change_type", %srow_number() OVER (ORDER BY __seq) AS "__commit_version",
        __ts AS "__commit_timestamp", %s
-FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
+FROM w WHERE __op = 'I' ORDER BY __seq`, version, o.outList(t))
 	}
 
 	if o.usesTable() {
@@ -191,8 +229,8 @@ FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 			// modifier, and a query around the read sees the window's
 			// order by it).
 			fz = append(fz, "x."+n+" AS "+fi, "x."+n+" AS "+zi)
-			out = append(out, "d."+zi+" AS "+n)
-			img = append(img, "d."+zi+" AS "+n)
+			out = append(out, o.out(cols[i], "d."+zi)+" AS "+n)
+			img = append(img, o.out(cols[i], "d."+zi)+" AS "+n)
 			continue
 		}
 		firsts = append(firsts, fmt.Sprintf("first_value(w.%s) OVER __k AS %s", n, fi))
@@ -203,7 +241,7 @@ FROM w WHERE __op = 'I' ORDER BY __seq`, version, list)
 		// the result columns cast back to the table's types, once per
 		// change rather than per log row.
 		cast := ""
-		if cols[i].Native && cols[i].PGType != "" {
+		if (cols[i].Native || o.native) && cols[i].PGType != "" {
 			cast = "::" + cols[i].PGType
 		}
 		out = append(out, fmt.Sprintf("(CASE WHEN e.pre THEN d.%s ELSE d.%s END)%s AS %s", fi, zi, cast, n))

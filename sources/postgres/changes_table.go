@@ -45,7 +45,7 @@ func tableImagesQuery(t *Tracked, w string, o queryOptions) string {
 		fcols = append(fcols, "w."+n)
 		if slices.Contains(t.Table.Key, c.Name) {
 			on = append(on, c.Select("t.")+" = f."+n)
-			out = append(out, "d."+n+" AS "+n)
+			out = append(out, o.out(c, "d."+n)+" AS "+n)
 			if present == "" {
 				present = "t." + n + " IS NOT NULL"
 			}
@@ -53,7 +53,7 @@ func tableImagesQuery(t *Tracked, w string, o queryOptions) string {
 		}
 		zi := sinkpg.Quote(fmt.Sprintf("__z%d", i))
 		last = append(last, c.Select("t.")+" AS "+zi)
-		out = append(out, fmt.Sprintf("CASE WHEN d.__is THEN d.%s ELSE d.%s END AS %s", zi, n, n))
+		out = append(out, o.out(c, fmt.Sprintf("CASE WHEN d.__is THEN d.%s ELSE d.%s END", zi, n))+" AS "+n)
 		first = append(first, "d."+n)
 	}
 	lastCols, changed := "", "false"

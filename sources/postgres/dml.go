@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/dsl"
@@ -51,7 +52,7 @@ func (b *Backend) Query(ctx context.Context, q string, args ...any) (*runner.Res
 
 // queryOn is Query on db (the pool, a connection or a transaction).
 func (b *Backend) queryOn(ctx context.Context, db sinkpg.Querier, q string, args ...any) (*runner.ResultSet, error) {
-	rows, err := db.Query(ctx, q, args...)
+	rows, err := db.Query(ctx, q, append([]any{textFormats}, args...)...)
 	if err != nil {
 		return nil, b.wrap(err, "SELECT")
 	}
@@ -66,7 +67,17 @@ func (b *Backend) queryOn(ctx context.Context, db sinkpg.Querier, q string, args
 		if err != nil {
 			return nil, b.wrap(err, "SELECT")
 		}
+		raw := rows.RawValues()
 		for i, v := range vals {
+			if fds[i].Format == pgx.TextFormatCode && !coreOIDs[fds[i].DataTypeOID] {
+				// PostgreSQL's own text (see textFormats).
+				if raw[i] == nil {
+					vals[i] = nil
+				} else {
+					vals[i] = string(raw[i])
+				}
+				continue
+			}
 			d, err := sinkpg.Decode(v, rs.Columns[i].Type)
 			if err != nil {
 				d = fmt.Sprint(v) // a type outside the mapping: its text
@@ -96,7 +107,7 @@ func ResultType(oid uint32, typmod int32) cdc.Type {
 		return cdc.TypeDouble
 	case pgtype.NumericOID:
 		if typmod < 4 {
-			return cdc.Decimal(cdc.MaxDecimalPrecision, 10)
+			return cdc.TypeNumeric
 		}
 		return cdc.Decimal(int((typmod-4)>>16)&0xffff, int(typmod-4)&0xffff)
 	case pgtype.VarcharOID:
@@ -111,10 +122,14 @@ func ResultType(oid uint32, typmod int32) cdc.Type {
 		return cdc.TypeString
 	case pgtype.DateOID:
 		return cdc.TypeDate
-	case pgtype.TimestamptzOID, pgtype.TimestampOID:
+	case pgtype.TimestamptzOID:
 		return cdc.TypeTimestamp
+	case pgtype.TimestampOID:
+		return cdc.Type{Kind: cdc.KindTimestamp, Native: cdc.TimestampNTZ}
 	case pgtype.ByteaOID:
 		return cdc.TypeBinary
+	case pgtype.TextOID, pgtype.NameOID:
+		return cdc.TypeString
 	}
-	return cdc.TypeString
+	return textType(oid)
 }

@@ -95,7 +95,7 @@ var (
 // the run passes; the plan shows the same text. With afterOnly (a merge
 // sink, plan.SinkStage.IgnoresUpdateBefore) UPDATE_BEFORE is left out.
 func readQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position, seqBase, afterOnly bool) string {
-	return fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, changesQuery(t, s, from, to, queryOptions{base: readBase(seqBase), afterOnly: afterOnly}))
+	return fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", readTable, changesQuery(t, s, from, to, queryOptions{base: readBase(seqBase), afterOnly: afterOnly, native: true}))
 }
 
 // pushdown is a compiled pushdown (runner.PushdownPlan).
@@ -382,7 +382,7 @@ func (pd *pushdown) finish(ctx context.Context, tx pgx.Tx, stx *sinkpg.Tx, job s
 // with seq base base (readBase): single.readOptions where keyOrderable
 // allows them.
 func (pd *pushdown) singleOptions(s *runner.StreamInfo, fp *Position, base string) queryOptions {
-	o := queryOptions{base: base, afterOnly: pd.after}
+	o := queryOptions{base: base, afterOnly: pd.after, native: true}
 	if keyOrderable(s, fp) {
 		o = pd.single.readOptions(o)
 	}

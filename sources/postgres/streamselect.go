@@ -85,7 +85,8 @@ func (b *Backend) selectStreams(ctx context.Context, st *dsl.DML, q string) (rs 
 			if err != nil {
 				return nil, true, fmt.Errorf("SELECT: %w", err)
 			}
-			cq = ChangesQuery(t, s, fp, to)
+			// The table's columns in their own types (json stays json).
+			cq = changesQuery(t, s, fp, to, queryOptions{ordered: true, base: literalBase(to), native: true})
 			reads[u.stream] = cq
 		}
 		ctes[i] = sinkpg.Quote(u.ref) + " AS (" + cq + ")"
