@@ -70,10 +70,7 @@ func describe(v any) string {
 		return fmt.Sprintf("%d bytes", len(x))
 	case decimal.Decimal:
 		// With its own scale: 3000.00, not %v's 3000.
-		if e := x.Exponent(); e < 0 {
-			return x.StringFixed(-e) + " (decimal)"
-		}
-		return x.String() + " (decimal)"
+		return DecimalText(x) + " (decimal)"
 	case time.Time:
 		return FormatTimestamp(x) + " (timestamp)"
 	case Special:

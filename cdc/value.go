@@ -422,10 +422,10 @@ func FormatValue(v any, t Type) string {
 	case Special:
 		return x.Text(t)
 	case decimal.Decimal:
-		if t.Kind == KindDecimal {
+		if t.Kind == KindDecimal && t.Precision > 0 {
 			return x.StringFixed(int32(t.Scale))
 		}
-		return x.String()
+		return DecimalText(x)
 	case []byte:
 		return "0x" + hex.EncodeToString(x)
 	case time.Time:
@@ -442,4 +442,14 @@ func FormatValue(v any, t Type) string {
 // chronologically only within one zone offset.
 func FormatTimestamp(t time.Time) string {
 	return t.Format("2006-01-02 15:04:05.999999999-07:00")
+}
+
+// DecimalText renders d with its own digits, trailing fraction zeros
+// included (1.50 stays "1.50"; decimal.String would print "1.5"): the text
+// of a DECIMAL without precision, whose scale is each value's own.
+func DecimalText(d decimal.Decimal) string {
+	if e := d.Exponent(); e < 0 {
+		return d.StringFixed(-e)
+	}
+	return d.String()
 }

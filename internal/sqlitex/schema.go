@@ -98,10 +98,11 @@ func CreateTableSQL(table string, s cdc.Schema, ifNotExists bool) string {
 			// DECIMAL is stored as text (see the package doc): refuse text
 			// that is not a number, whoever writes the row, so that a bad
 			// INSERT fails at once instead of every later read of the
-			// table and its streams.
+			// table and its streams. PostgreSQL's NaN and ±Infinity are
+			// numbers too (cdc.Special).
 			q := Quote(c.Name)
-			fmt.Fprintf(&b, " CONSTRAINT %s CHECK (%s IS NULL OR (%s NOT GLOB '*[^0-9.eE+-]*' AND %s GLOB '*[0-9]*'))",
-				Quote(c.Name+" is a number"), q, q, q)
+			fmt.Fprintf(&b, " CONSTRAINT %s CHECK (%s IS NULL OR (%s NOT GLOB '*[^0-9.eE+-]*' AND %s GLOB '*[0-9]*') OR %s IN ('NaN', 'Infinity', '-Infinity'))",
+				Quote(c.Name+" is a number"), q, q, q, q)
 		}
 	}
 	if len(s.Key) > 0 {

@@ -16,7 +16,7 @@ import (
 //
 // Types of another database with no SQLite form (docs/types.md) are
 // declared "TEXT:" and the PostgreSQL type ("TEXT:jsonb", "TEXT:uuid",
-// "TEXT:integer[]", "TEXT:timestamp without time zone"; written quoted)
+// "TEXT:integer[]"; written quoted)
 // and store PostgreSQL's text of the value; a DECIMAL without precision is
 // DECIMAL_TEXT.
 func DeclaredType(t cdc.Type) string {
@@ -109,8 +109,6 @@ func pgName(t cdc.Type) string {
 		return "uuid"
 	case cdc.KindNative:
 		return t.Native
-	case cdc.KindTimestamp:
-		return t.Native
 	}
 	return ""
 }
@@ -124,8 +122,6 @@ func fromPGName(n string) cdc.Type {
 		return cdc.Type{Kind: cdc.KindJSON, Native: "json"}
 	case "uuid":
 		return cdc.TypeUUID
-	case cdc.TimestampNTZ:
-		return cdc.Type{Kind: cdc.KindTimestamp, Native: cdc.TimestampNTZ}
 	}
 	return cdc.NativeType(n)
 }

@@ -14,6 +14,11 @@ import (
 // kept ("2024-01-15 10:00:00.5+08:00"); fraction digits are trimmed.
 const TimestampLayout = "2006-01-02 15:04:05.999999999-07:00"
 
+// NTZLayout is how TIMESTAMP_NTZ (PostgreSQL's timestamp without time
+// zone) values are stored: the wall clock, without a zone, as PostgreSQL
+// prints it.
+const NTZLayout = "2006-01-02 15:04:05.999999"
+
 // Encode converts v to the value stored in a column of logical type t
 // (docs/architecture.md "SQLite storage conventions"). v is first coerced to
 // t's canonical form (cdc.Coerce), so loose inputs such as "12.5" for a
@@ -27,6 +32,7 @@ const TimestampLayout = "2006-01-02 15:04:05.999999999-07:00"
 //	STRING VARCHAR CHAR         string
 //	DATE                        string "2006-01-02"
 //	TIMESTAMP                   string in TimestampLayout, zone kept
+//	TIMESTAMP_NTZ               string in NTZLayout (wall clock, no zone)
 //	BINARY                      []byte
 //	JSON UUID NATIVE            string, PostgreSQL's text of the value
 //	NaN in FLOAT DOUBLE         string "NaN" (SQLite turns a REAL NaN into NULL)
@@ -47,7 +53,7 @@ func Encode(v any, t cdc.Type) (driver.Value, error) {
 		return int64(0), nil
 	case decimal.Decimal:
 		if t.Precision == 0 {
-			return x.String(), nil
+			return cdc.DecimalText(x), nil
 		}
 		return x.StringFixed(int32(t.Scale)), nil
 	case cdc.Special:
@@ -60,6 +66,9 @@ func Encode(v any, t cdc.Type) (driver.Value, error) {
 	case time.Time:
 		if t.Kind == cdc.KindDate {
 			return x.Format(time.DateOnly), nil
+		}
+		if t.Native == cdc.TimestampNTZ {
+			return x.Format(NTZLayout), nil
 		}
 		return x.Format(TimestampLayout), nil
 	case int64, string, []byte:
@@ -92,6 +101,10 @@ func EncodeRow(row []any, cols []cdc.Column) ([]any, error) {
 func Decode(v any, t cdc.Type) (any, error) {
 	if b, ok := v.([]byte); ok && t.Kind != cdc.KindBinary {
 		v = string(b)
+	} else if ok && b == nil {
+		// The driver reads an empty BLOB as a nil slice; NULL is a nil
+		// interface. An empty value stays empty.
+		v = []byte{}
 	}
 	return cdc.Coerce(v, t)
 }

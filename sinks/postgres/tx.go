@@ -211,6 +211,10 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 			if err != nil {
 				return t.valueError(err, ch, t.c.columns[i])
 			}
+			if t.c.casts != nil && t.c.casts[i] != "" && cv != nil {
+				r[off+i] = Text(cv, t.c.types[i]) // staged as text, cast by the apply
+				continue
+			}
 			r[off+i] = Encode(cv, t.c.types[i])
 		}
 		if merge {

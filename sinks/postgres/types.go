@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"regexp"
@@ -212,19 +213,29 @@ func DescribeQualified(ctx context.Context, q Querier, schema, name string) (tab
 	if oid == nil {
 		return nil, false, nil
 	}
-	rows, err := q.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
-		FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, *oid)
+	rows, err := q.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+			CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod) ELSE '' END
+		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, *oid)
 	if err != nil {
 		return nil, false, fmt.Errorf("read columns of %s: %w", Quote(name), err)
 	}
 	tab = &Table{Name: name}
 	for rows.Next() {
 		var c Column
-		if err := rows.Scan(&c.Name, &c.PGType, &c.NotNull); err != nil {
+		var base string
+		if err := rows.Scan(&c.Name, &c.PGType, &c.NotNull, &base); err != nil {
 			rows.Close()
 			return nil, false, err
 		}
 		c.Type, c.Native = LogicalType(c.PGType)
+		if base != "" {
+			// A domain: its base type's logical type, named by the
+			// domain (a PostgreSQL target keeps it), read as text (pgx
+			// knows no domain).
+			c.Type, _ = LogicalType(base)
+			c.Type.Native = c.PGType
+		}
 		tab.Columns = append(tab.Columns, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -333,6 +344,16 @@ func Decode(v any, t cdc.Type) (any, error) {
 		return cdc.Coerce(fmt.Sprint(x), t)
 	}
 	return cdc.Coerce(v, t)
+}
+
+// Text renders a canonical value of logical type t as PostgreSQL reads it
+// back with a cast from text: cdc.FormatValue, except bytea's hex form
+// ("\x00ff").
+func Text(v any, t cdc.Type) string {
+	if b, ok := v.([]byte); ok {
+		return `\x` + hex.EncodeToString(b)
+	}
+	return cdc.FormatValue(v, t)
 }
 
 // NumericToDecimal converts a pgtype.Numeric exactly.
