@@ -174,7 +174,7 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 	st := t.p.st
 	cols := st.Schema.Columns
 	staged := t.c.apply != nil
-	merge := staged && st.Mode == plan.ModeMerge && st.Merge == nil
+	merge := staged && st.Mode.Keyed() && st.Merge == nil // merge or history (append modes stage only to cast)
 	off := 0
 	if staged {
 		off = len(t.c.meta)
@@ -311,7 +311,7 @@ func (t *Tx) copyError(err error, batch []cdc.Change, rows [][]any) error {
 }
 
 func (t *Tx) nthWritten(batch []cdc.Change, n int) *cdc.Change {
-	skip := t.c.apply != nil && t.p.st.Merge == nil && t.p.st.Mode == plan.ModeMerge
+	skip := t.c.apply != nil && t.p.st.Merge == nil && t.p.st.Mode.Keyed()
 	for i := range batch {
 		if skip && batch[i].Op == cdc.OpUpdateBefore {
 			continue
