@@ -113,7 +113,7 @@ func TestJobErrors(t *testing.T) {
 			name: "bad column type in source",
 			file: "job.yaml",
 			src:  "source:\n  stream: s\n  columns:\n    a: MONEY\nsink: {table: t}\n",
-			want: []string{`job.yaml:4:8: column a: unknown type "MONEY" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, BINARY)`},
+			want: []string{`job.yaml:4:8: column a: unknown type "MONEY" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, TIMESTAMP_NTZ, BINARY, JSON, UUID)`},
 			is:   []error{ErrBadValue, cdc.ErrUnknownType},
 		},
 		{
@@ -141,7 +141,7 @@ func TestJobErrors(t *testing.T) {
 			name: "bad type in CREATE TABLE setup",
 			file: "job.sql",
 			src:  "CREATE TABLE t (id INT,\n  x STRIN);\nINSERT INTO t SELECT * FROM s",
-			want: []string{`job.sql:2:5: unknown type "STRIN" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, BINARY)`},
+			want: []string{`job.sql:2:5: unknown type "STRIN" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, TIMESTAMP_NTZ, BINARY, JSON, UUID)`},
 			is:   []error{ErrBadValue, cdc.ErrUnknownType},
 		},
 		{
@@ -161,8 +161,8 @@ func TestJobErrors(t *testing.T) {
 				"INSERT INTO u SELECT * FROM s;\n",
 			want: []string{
 				`job.sql:1:10: job name "a b" may hold only letters, digits, '_', '-' and '.', and must start with a letter, digit or '_'`,
-				`job.sql:2:19: unknown type "FOO" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, BINARY)`,
-				`job.sql:2:26: unknown type "BAR" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, BINARY)`,
+				`job.sql:2:19: unknown type "FOO" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, TIMESTAMP_NTZ, BINARY, JSON, UUID)`,
+				`job.sql:2:26: unknown type "BAR" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, TIMESTAMP_NTZ, BINARY, JSON, UUID)`,
 				`job.sql:3:34: TIMESTAMP AS OF is not supported yet; the stream starts at the table's current version`,
 				`job.sql:5:1: a second consuming statement (the first is at job.sql:4:1); a job file has exactly one INSERT … SELECT or MERGE`,
 			},

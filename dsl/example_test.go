@@ -95,7 +95,7 @@ UPDATE orders SET amount = 1500.00 WHERE id = 1;
 	// setup.sql:3:1 change tracking on orders true
 	// setup.sql:4:1 create stream orders_stream on orders STANDARD
 	// setup.sql:5:1 UPDATE UPDATE orders SET amount = 1500.00 WHERE id = 1
-	// bad.sql:1:27: unknown type "STRIN" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, BINARY)
+	// bad.sql:1:27: unknown type "STRIN" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, TIMESTAMP_NTZ, BINARY, JSON, UUID)
 	// bad.sql:2:34: TIMESTAMP AS OF is not supported yet; the stream starts at the table's current version
 }
 

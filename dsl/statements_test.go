@@ -107,7 +107,7 @@ func TestStatementErrors(t *testing.T) {
 		want string
 		is   error
 	}{
-		{"CREATE TABLE t (id INT, x STRIN)", `f.sql:1:27: unknown type "STRIN" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, BINARY)`, cdc.ErrUnknownType},
+		{"CREATE TABLE t (id INT, x STRIN)", `f.sql:1:27: unknown type "STRIN" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, TIMESTAMP_NTZ, BINARY, JSON, UUID)`, cdc.ErrUnknownType},
 		{"CREATE TABLE t (d DECIMAL(50,2))", `f.sql:1:19: bad type: "DECIMAL(50,2)": need 1 <= precision <= 38 and scale <= precision`, cdc.ErrBadType},
 		{"CREATE TABLE t (id INT,)", `f.sql:1:24: expected column name or PRIMARY KEY, found ')'`, ErrSyntax},
 		{"CREATE TABLE t (select INT)", "f.sql:1:17: expected column name or PRIMARY KEY, found keyword SELECT (quote it as `select` to use it as a name)", ErrSyntax},
@@ -155,7 +155,7 @@ func TestStatementErrors(t *testing.T) {
 func TestParseStatementsAllErrors(t *testing.T) {
 	src := "SELECT ';' FROM `a;b`; -- ; comment\nCREATE TABLE t (a FOO);\nDROP TABLE;\n/* ; */ SHOW TABLE STREAMS"
 	_, err := ParseStatements("s.sql", src)
-	want := "s.sql:2:19: unknown type \"FOO\" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, BINARY)\n" +
+	want := "s.sql:2:19: unknown type \"FOO\" (known: TINYINT, SMALLINT, INT, BIGINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n), DATE, TIMESTAMP, TIMESTAMP_NTZ, BINARY, JSON, UUID)\n" +
 		"s.sql:3:11: expected table name, found end of statement"
 	if err == nil || err.Error() != want {
 		t.Fatalf("error\n%v\nwant\n%s", err, want)

@@ -81,7 +81,7 @@ func TestCreatedTargetDeclaredTypes(t *testing.T) {
 	if err := db.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 't'`).Scan(&sql); err != nil {
 		t.Fatal(err)
 	}
-	want := `CREATE TABLE "t" ("id" INT NOT NULL, "name" TEXT, "amount" DECIMAL_TEXT(10,2) CONSTRAINT "amount is a number" CHECK ("amount" IS NULL OR ("amount" NOT GLOB '*[^0-9.eE+-]*' AND "amount" GLOB '*[0-9]*')), "status" TEXT, PRIMARY KEY ("id"))`
+	want := `CREATE TABLE "t" ("id" INT NOT NULL, "name" TEXT, "amount" DECIMAL_TEXT(10,2) CONSTRAINT "amount is a number" CHECK ("amount" IS NULL OR ("amount" NOT GLOB '*[^0-9.eE+-]*' AND "amount" GLOB '*[0-9]*') OR "amount" IN ('NaN', 'Infinity', '-Infinity')), "status" TEXT, PRIMARY KEY ("id"))`
 	if sql != want {
 		t.Errorf("created\n %s\nwant\n %s", sql, want)
 	}
