@@ -37,6 +37,9 @@ const (
 type stmt struct {
 	step plan.Step
 	kind stmtKind
+	// fallback, when set, is what replaces the statement (a MERGE) after
+	// a unique violation (unique.go).
+	fallback []plan.Step
 }
 
 // ApplyOptions tune CompileApply.
@@ -77,6 +80,10 @@ type ApplyOptions struct {
 	// relation's text column is cast to ("" for none): the staging table
 	// holds values pgx cannot COPY in their type's binary form as text.
 	Casts []string
+	// DeferUnique makes a MERGE that fails on a unique violation roll back
+	// and return errUniqueDeferred instead of reapplying its rows
+	// (unique.go): for a batch whose keys may conflict with a later batch.
+	DeferUnique bool
 }
 
 // Apply is the compiled application of a change relation to a target
@@ -87,13 +94,18 @@ type Apply struct {
 	st    *plan.SinkStage
 	stmts []stmt
 	merge *mergeInto // SQL MERGE jobs: what the cardinality error needs
+	// deferUnique: ApplyOptions.DeferUnique
+	deferUnique bool
 }
 
 // Steps returns the statements in execution order, for `sluice plan`.
 func (a *Apply) Steps() []plan.Step {
-	out := make([]plan.Step, len(a.stmts))
-	for i, s := range a.stmts {
-		out[i] = s.step
+	out := make([]plan.Step, 0, len(a.stmts))
+	for _, s := range a.stmts {
+		out = append(out, s.step)
+		if !a.deferUnique {
+			out = append(out, s.fallback...)
+		}
 	}
 	return out
 }
@@ -149,7 +161,7 @@ func CompileApply(st *plan.SinkStage, target cdc.Schema, relation string, opt Ap
 	if err != nil {
 		return nil, err
 	}
-	a := &Apply{table: st.Table, st: st}
+	a := &Apply{table: st.Table, st: st, deferUnique: opt.DeferUnique}
 	if !st.Mode.Keyed() {
 		a.compileAppend(names, relation, opt)
 		return a, nil
@@ -358,6 +370,9 @@ func (a *Apply) compileMerge(names []string, relation, raw string, opt ApplyOpti
 		a.add(kindExec, "apply the net changes with one MERGE ("+what+"; INSERT/UPDATE_AFTER upsert)",
 			fmt.Sprintf("MERGE INTO %s AS __t USING %s AS __n ON %s\nWHEN MATCHED AND __n.%s = 'DELETE' THEN %s%s\nWHEN NOT MATCHED AND __n.%s <> 'DELETE' THEN INSERT (%s) VALUES (%s)%s",
 				t, net, onl, colOp, del, update, colOp, tl, nl, idle))
+		if !opt.Partial && opt.CountIdle == "" {
+			a.stmts[len(a.stmts)-1].fallback = a.reorderSteps(t, net, onl, tl, nl)
+		}
 	} else {
 		a.addDeletes(t, net, onl)
 		if opt.Partial && len(psets) > 0 {
@@ -448,6 +463,12 @@ func (a *Apply) Exec(ctx context.Context, q Querier) (map[cdc.Op]int64, error) {
 	for _, s := range a.stmts {
 		switch s.kind {
 		case kindExec, kindMerge:
+			if s.fallback != nil {
+				if err := a.execReordering(ctx, q, s, a.deferUnique); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if _, err := q.Exec(ctx, s.step.SQL); err != nil {
 				if s.kind == kindMerge && a.merge != nil && isCardinality(err) {
 					return nil, a.merge.cardinalityError(err)

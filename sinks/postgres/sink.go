@@ -232,6 +232,10 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 		// the planner sizes a never-analyzed TEMP table by its pages).
 		bo := opt
 		bo.Analyze = false
+		// A batch that fails on a unique constraint may need a later
+		// batch's keys in place: it waits for the end of the window
+		// (Tx.mergeBatch, unique.go).
+		bo.DeferUnique = true
 		if c.batch, err = CompileApply(st, target, "pg_temp."+StageTable, bo); err != nil {
 			return nil, err
 		}

@@ -23,20 +23,22 @@ import (
 // (plan.SinkStage.OneChangePerKey), merged batch by batch as Write
 // receives them. Nothing is visible to other sessions before Commit.
 type Tx struct {
-	p       *Plan
-	tx      pgx.Tx
-	owned   bool // Begin opened tx; Commit commits it
-	job     string
-	c       *compiled
-	keyIdx  []int
-	keyName []string
-	ord     int64 // rows staged so far (their __ord)
-	staged  int64 // rows in the staging table now (not yet merged)
-	partial bool  // a partial row was staged
-	written map[cdc.Op]int64
-	nulls   changerel.NullSuspects // staged rows that write NULL into a NOT NULL column
-	err     error                  // a failed Write poisons the transaction
-	done    bool
+	p            *Plan
+	tx           pgx.Tx
+	owned        bool // Begin opened tx; Commit commits it
+	job          string
+	c            *compiled
+	keyIdx       []int
+	keyName      []string
+	ord          int64 // rows staged so far (their __ord)
+	staged       int64 // rows in the staging table now (not yet merged)
+	partial      bool  // a partial row was staged
+	deferred     bool  // batches were set aside (mergeBatch)
+	deferredRows int64 // rows set aside
+	written      map[cdc.Op]int64
+	nulls        changerel.NullSuspects // staged rows that write NULL into a NOT NULL column
+	err          error                  // a failed Write poisons the transaction
+	done         bool
 }
 
 // Begin opens the sink transaction of one run of job (READ COMMITTED) and
@@ -258,9 +260,36 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 // batches never share a key, so merging each as it arrives equals merging
 // them all at Commit, and the database merges while the runner reads the
 // next batch.
+//
+// A batch whose MERGE fails on a unique constraint (an intermediate state
+// the source never held at a commit: two keys of different batches that
+// swapped a UNIQUE value) is set aside in a TEMP table and applied at
+// Commit, after every other batch, with the whole-window apply and its
+// reordering (unique.go).
 func (t *Tx) mergeBatch(ctx context.Context) error {
-	return t.applyStaged(ctx, t.c.batch, "TRUNCATE pg_temp."+StageTable)
+	err := t.applyStaged(ctx, t.c.batch, "TRUNCATE pg_temp."+StageTable)
+	if !errors.Is(err, errUniqueDeferred) {
+		return err
+	}
+	if !t.deferred {
+		if _, err := t.tx.Exec(ctx, fmt.Sprintf("CREATE TEMP TABLE %s (LIKE pg_temp.%s) ON COMMIT DROP", deferredTable, StageTable)); err != nil {
+			return fmt.Errorf("postgres sink: set a batch aside: %w", err)
+		}
+		t.deferred = true
+	}
+	for _, q := range []string{fmt.Sprintf("INSERT INTO pg_temp.%s SELECT * FROM pg_temp.%s", deferredTable, StageTable), "TRUNCATE pg_temp." + StageTable} {
+		if _, err := t.tx.Exec(ctx, q); err != nil {
+			return fmt.Errorf("postgres sink: set a batch aside: %w", err)
+		}
+	}
+	t.deferredRows += t.staged
+	t.staged = 0
+	t.nulls.Reset()
+	return nil
 }
+
+// deferredTable holds batches set aside by mergeBatch.
+const deferredTable = "sluice_deferred"
 
 // applyStaged runs a over the staged rows, with work_mem sized to them,
 // counts what it wrote, then runs done (empties or drops the staging
@@ -404,6 +433,16 @@ func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 // apply detects (a NOT NULL violation, named by its row's key). It does
 // nothing for append modes or when nothing is staged.
 func (t *Tx) ApplyStaged(ctx context.Context) error {
+	if t.deferred {
+		// Batches set aside (mergeBatch) join what is staged.
+		for _, q := range []string{fmt.Sprintf("INSERT INTO pg_temp.%s SELECT * FROM pg_temp.%s", StageTable, deferredTable), "DROP TABLE pg_temp." + deferredTable} {
+			if _, err := t.tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("postgres sink: apply the batches set aside: %w", err)
+			}
+		}
+		t.deferred = false
+		t.staged += t.deferredRows
+	}
 	if t.c.apply == nil || t.staged == 0 {
 		return nil
 	}

@@ -34,6 +34,9 @@ const (
 type stmt struct {
 	step plan.Step
 	kind stmtKind
+	// fallback replaces the statement (an upsert) after a UNIQUE failure
+	// (unique.go).
+	fallback []plan.Step
 }
 
 // Apply is the compiled application of a change relation to a target
@@ -50,9 +53,10 @@ type Apply struct {
 
 // Steps returns the statements in execution order, for `sluice plan`.
 func (a *Apply) Steps() []plan.Step {
-	out := make([]plan.Step, len(a.stmts))
-	for i, s := range a.stmts {
-		out[i] = s.step
+	out := make([]plan.Step, 0, len(a.stmts))
+	for _, s := range a.stmts {
+		out = append(out, s.step)
+		out = append(out, s.fallback...)
 	}
 	return out
 }
@@ -341,6 +345,7 @@ func (a *Apply) applyNet(query, what, kl string, isKey []bool, partial bool) {
 	a.add(kindExec, "upsert full rows (INSERT / UPDATE_AFTER)",
 		fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s <> 'DELETE' AND %s IS NULL ON CONFLICT (%s) %s",
 			t, cl, cl, net, colOp, colPresent, kl, conflict))
+	a.stmts[len(a.stmts)-1].fallback = reorderSteps(t, net, kl, cl)
 	a.add(kindExec, "drop the net-change table", "DROP TABLE "+net)
 }
 
@@ -354,6 +359,12 @@ func (a *Apply) Exec(ctx context.Context, q Querier) (map[cdc.Op]int64, error) {
 	for _, s := range a.stmts {
 		switch s.kind {
 		case kindExec:
+			if s.fallback != nil {
+				if err := a.execReordering(ctx, q, s); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if _, err := q.ExecContext(ctx, s.step.SQL); err != nil {
 				return nil, a.wrap(err, s.step)
 			}

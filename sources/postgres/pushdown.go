@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
@@ -325,15 +327,18 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 			args = append(args, toPos.seqBase)
 		}
 		if pd.single != nil {
-			o := pd.singleOptions(s, fp, readBase(seqBase))
-			read := changesQuery(t, s, fp, toPos, o)
-			rn, wn, err := pd.single.run(ctx, tx, read, args, o, toPos.windowRows)
-			if err != nil {
+			rn, wn, err := pd.runSingle(ctx, tx, t, s, fp, toPos, args, seqBase)
+			switch {
+			case err == nil:
+				stats.Read = rn
+				stx.AddWritten(wn)
+				return pd.finish(ctx, tx, stx, job, s, stats, from, to)
+			case !errors.Is(err, errSingleUnique):
 				return runner.Stats{}, none, none, b.wrap(err, "read table stream %s and merge into %s", s.Name, sinkpg.Quote(pd.p.Sink.Table))
 			}
-			stats.Read = rn
-			stx.AddWritten(wn)
-			return pd.finish(ctx, tx, stx, job, s, stats, from, to)
+			// Rolled back: the read is materialized and applied by the
+			// sink's statements, which reorder the window on a unique
+			// violation (sinks/postgres/unique.go).
 		}
 		q := readQuery(t, s, fp, toPos, seqBase, pd.after)
 		if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS pg_temp."+readTable); err != nil {
@@ -396,4 +401,34 @@ func readBase(seqBase bool) string {
 		return "$1::bigint"
 	}
 	return ""
+}
+
+// errSingleUnique: the one-statement MERGE failed on a unique violation
+// and was rolled back to its savepoint.
+var errSingleUnique = errors.New("one-statement merge: unique violation")
+
+// runSingle runs the one-statement read and merge under a savepoint. A
+// unique violation (an intermediate state of the window, such as two keys
+// that swapped a UNIQUE value) rolls it back and returns errSingleUnique:
+// the caller then takes the materialized path, whose apply reorders.
+func (pd *pushdown) runSingle(ctx context.Context, tx pgx.Tx, t *Tracked, s *runner.StreamInfo, fp *Position, toPos Position, args []any, seqBase bool) (readN, written map[cdc.Op]int64, err error) {
+	if _, err := tx.Exec(ctx, "SAVEPOINT sluice_single"); err != nil {
+		return nil, nil, err
+	}
+	o := pd.singleOptions(s, fp, readBase(seqBase))
+	rn, wn, err := pd.single.run(ctx, tx, changesQuery(t, s, fp, toPos, o), args, o, toPos.windowRows)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT sluice_single"); rerr != nil {
+				return nil, nil, errors.Join(err, rerr)
+			}
+			return nil, nil, errSingleUnique
+		}
+		return nil, nil, err
+	}
+	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT sluice_single"); err != nil {
+		return nil, nil, err
+	}
+	return rn, wn, nil
 }
