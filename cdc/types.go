@@ -278,6 +278,9 @@ func arrayType(elem string) (Type, error) {
 	if e.Kind == KindNative {
 		return Type{}, fmt.Errorf("%w: ARRAY<%s>: arrays of arrays are written ARRAY<elem> (PostgreSQL arrays have any number of dimensions)", ErrBadType, elem)
 	}
+	if e.Native != "" { // TIMESTAMP_NTZ
+		return NativeType(e.Native + "[]"), nil
+	}
 	var n string
 	switch e.Kind {
 	case KindTinyInt, KindSmallInt:
@@ -305,16 +308,10 @@ func arrayType(elem string) (Type, error) {
 		n = "date"
 	case KindTimestamp:
 		n = "timestamp with time zone"
-		if e.Native != "" {
-			n = e.Native
-		}
 	case KindBinary:
 		n = "bytea"
 	case KindJSON:
 		n = "jsonb"
-		if e.Native != "" {
-			n = e.Native
-		}
 	case KindUUID:
 		n = "uuid"
 	default:
