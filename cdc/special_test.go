@@ -83,7 +83,6 @@ func TestCoerceBeyondRange(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-
 // TestFormatValuePostgresForms checks the texts PostgreSQL itself prints
 // for the special values (SELECT 'NaN'::float8, 'infinity'::numeric,
 // 'infinity'::date).
