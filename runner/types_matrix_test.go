@@ -260,6 +260,13 @@ CREATE TABLE STREAM s_back ON TABLE t_lite WITH PROPERTIES ('SHOW_INITIAL_ROWS' 
 	}
 	runAll("first run")
 
+	// Append (no merge) across databases: the staged text is cast too.
+	e.sql(src, `CREATE TABLE STREAM s_app ON TABLE src WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE');`)
+	if _, err := e.run(e.job("append.yaml", "connection: '"+src+"'\nsource: s_app\nsink: {table: t_app, mode: append, connection: '"+other+"'}\n")); err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	compareMatrix(t, "postgres → postgres append", pgText(t, other, "t_app"), pgText(t, src, "src"))
+
 	// Targets sluice created on PostgreSQL have the source's types.
 	srcTypes := pgTypes(t, src, "src")
 	for _, tg := range [][2]string{{src, "t_new"}, {other, "t_pg"}, {back, "t_back"}} {
