@@ -39,8 +39,13 @@ func testReadDoesNotConsume(t *testing.T, h Harness) {
 	info2, b, rp2 := e.read("s")
 	compare(t, Orders.Schema, a, seedWant)
 	compare(t, Orders.Schema, b, seedWant)
-	if !rp1.Equal(rp2) || !info1.Offset.Equal(info2.Offset) {
-		t.Errorf("two reads: read points %s, %s; offsets %s, %s", rp1, rp2, info1.Offset, info2.Offset)
+	// The offset must not move. The two read points may differ: a
+	// PostgreSQL read point lists the transactions running anywhere in
+	// the cluster below its xmax, and one that ends between the reads
+	// (another database's) changes it without changing what it covers;
+	// the changes read, compared above and below, are the same.
+	if !info1.Offset.Equal(info2.Offset) {
+		t.Errorf("two reads: offsets %s, %s (read points %s, %s)", info1.Offset, info2.Offset, rp1, rp2)
 	}
 	for i := range a {
 		if a[i].CommitVersion != b[i].CommitVersion || !a[i].CommitTime.Equal(b[i].CommitTime) {

@@ -198,6 +198,28 @@ func TestAppendOnlyAndInitialRows(t *testing.T) {
 	check(t, "standard after initial", got, []string{"INSERT 5 e"})
 }
 
+// TestInitialRowsUUIDKey reads a STANDARD stream with initial rows on a
+// table keyed by uuid, a type the read carries as text (found by a fresh
+// user: "operator does not exist: text = uuid"). The expected rows are the
+// table's own, read back through the backend's query path.
+func TestInitialRowsUUIDKey(t *testing.T) {
+	b, _ := openDB(t)
+	sqlExec(t, b, `CREATE TABLE u (id uuid PRIMARY KEY, v int)`,
+		`INSERT INTO u VALUES ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 1), ('b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12', 2)`)
+	track(t, b, "u")
+	mkStream(t, b, "u_init", "u", dsl.ModeStandard, true)
+	sqlExec(t, b, `UPDATE u SET v = 20 WHERE v = 2`, `INSERT INTO u VALUES ('c0eebc99-9c0b-4ef8-bb6d-6bb9bd380a13', 3)`)
+	var want []string
+	for _, r := range tableRowsAll(t, b, `SELECT id, v FROM u`) {
+		want = append(want, "INSERT "+r)
+	}
+	_, got := read(t, b, "u_init", true)
+	check(t, "standard with initial rows, uuid key", sorted(got), sorted(want))
+	if len(got) != 3 {
+		t.Errorf("read %d changes, want the table's 3 rows", len(got))
+	}
+}
+
 func TestClusterMismatchRefused(t *testing.T) {
 	b, _ := openDB(t)
 	ctx := context.Background()

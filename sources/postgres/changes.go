@@ -191,9 +191,19 @@ FROM u ORDER BY __part, __seq`, strings.Join(tableCols, ", "), sinkpg.Quote(t.Ta
 		// Rows untouched since the offset share the first version (the
 		// creation point's); changed rows take the version of their last
 		// change, in __seq order.
+		// z's keys come from the window, which carries a type without a
+		// Go form (uuid, …) as text (Column.Select): the table side of
+		// the join is read the same way, so a uuid key compares as text
+		// with text, not text with uuid.
 		var on []string
 		for _, k := range t.Table.Key {
-			on = append(on, "z."+sinkpg.Quote(k)+" = t."+sinkpg.Quote(k))
+			side := "t." + sinkpg.Quote(k)
+			for _, c := range cols {
+				if c.Name == k {
+					side = c.Select("t.")
+				}
+			}
+			on = append(on, "z."+sinkpg.Quote(k)+" = "+side)
 		}
 		keys := sinkpg.QuoteList("", t.Table.Key)
 		return w + fmt.Sprintf(`,
