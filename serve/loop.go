@@ -186,7 +186,11 @@ func (s *Server) execute(ctx context.Context, e *entry, st *state) outcome {
 			retryAt := s.clock.Now().Add(d)
 			st.setRetry(retryAt)
 			if out.run != nil {
-				out.run.RetryAt = retryAt.UTC()
+				// A copy: the job's state holds out.run, which /healthz
+				// and the status page read concurrently.
+				rc := *out.run
+				rc.RetryAt = retryAt.UTC()
+				out.run = &rc
 			}
 			s.record(out)
 			s.log.Warn("transient failure; retrying", "job", e.job.Name, "attempt", attempt+1, "in", d, "err", out.err)

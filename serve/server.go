@@ -528,7 +528,10 @@ func (s *Server) record(out outcome) {
 	if s.rec == nil || out.run == nil || !out.history {
 		return
 	}
-	s.rec.add(s.runCtx, out.run)
+	// A copy: the history writer sets its ID when stored, while the job's
+	// state holds out.run for /healthz and the status page to read.
+	r := *out.run
+	s.rec.add(s.runCtx, &r)
 }
 
 // emit calls the OnEvent hook.
