@@ -2,15 +2,15 @@ package serve
 
 import (
 	"context"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/internal/walk"
 )
 
 // jobFileExts are the extensions of job files that Watch and JobFiles
@@ -30,46 +30,12 @@ type fileStamp struct {
 // as top-level symlinks). The result is sorted. A path that does not exist
 // is an error.
 func JobFiles(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return nil, err
+	return walk.Files(paths, func(path string) bool {
+		if dsl.IsTestFile(path) {
+			return false // a job test (sluice test), not a job
 		}
-		if !fi.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if path != p && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() {
-				return nil
-			}
-			if dsl.IsTestFile(path) {
-				return nil // a job test (sluice test), not a job
-			}
-			ext := strings.ToLower(filepath.Ext(path))
-			for _, e := range jobFileExts {
-				if ext == e {
-					out = append(out, path)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+		return slices.Contains(jobFileExts, strings.ToLower(filepath.Ext(path)))
+	})
 }
 
 // snapshot stamps the job files of paths (following symlinks); paths that
