@@ -209,6 +209,9 @@ type SinkTx interface {
 type Stats struct {
 	Read    map[cdc.Op]int64 // changes read from the stream, by change type
 	Written map[cdc.Op]int64 // rows applied at the sink, by change type
+	// Note is a remark for the run history, "" for none: the run accepted
+	// a new incarnation of its stream (Start, WithAcceptNewStream).
+	Note string
 }
 
 // Pushdowner is a backend that can execute a whole plan inside its database

@@ -30,6 +30,10 @@ var (
 	// the runner replays the run through sluice, without committing, to
 	// name them (Runner.Run).
 	ErrPushdownValue = errors.New("a value of the pushed-down run does not fit the target")
+	// ErrStreamReplaced: the job's sink checkpoint belongs to another
+	// incarnation of its stream (StreamReplacedError says which and how
+	// to go on).
+	ErrStreamReplaced = errors.New("the job's checkpoint belongs to another incarnation of its stream")
 )
 
 // StaleError is the error of reading a stale stream: it wraps

@@ -14,7 +14,8 @@ import (
 //
 // Pushed-down plans run as one transaction in the database. Otherwise the
 // run starts from the job's checkpoint in the sink database when it belongs
-// to the same stream incarnation (else from the stream's offset), reads the
+// to the same stream incarnation (else from the stream's offset when there
+// is none, or fails with StreamReplacedError: Start), reads the
 // changes up to a read point, filters and projects them in batches while
 // the sink writes the previous batch (pipeline), ends the read, commits the
 // sink rows with the new checkpoint in one sink transaction and then
@@ -46,7 +47,7 @@ func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err erro
 		if err != nil {
 			return res, err
 		}
-		res.Stats, res.From, res.To = stats, from, to
+		res.Stats, res.From, res.To, res.Note = stats, from, to, stats.Note
 		r.log().Debug("run committed", "job", p.Job.Name, "pushdown", true, "from", from.String(), "to", to.String())
 		return res, nil
 	}
@@ -104,16 +105,15 @@ func (r *Runner) runThroughWith(ctx context.Context, prep *Prepared, res *Result
 	if err != nil {
 		return res, err
 	}
-	from := info.Offset
-	if cp, ok, err := tx.Checkpoint(ctx); err != nil {
+	cp, ok, err := tx.Checkpoint(ctx)
+	if err != nil {
 		return res, err
-	} else if ok && cp.StreamID == info.ID {
-		if err := BackfillInProgress(cp); err != nil {
-			return res, err
-		}
-		from = cp.Offset
 	}
-	res.From = from
+	from, note, err := Start(ctx, p.Job.Name, cp, ok, info)
+	if err != nil {
+		return res, err
+	}
+	res.From, res.Note = from, note
 	opt := ReadOptions{BatchSize: r.batchSize(), OmitUpdateBefore: p.Sink.IgnoresUpdateBefore()}
 	rd, err := prep.source.Changes(ctx, info, from, opt)
 	if err != nil {
@@ -135,7 +135,7 @@ func (r *Runner) runThroughWith(ctx context.Context, prep *Prepared, res *Result
 		return res, err
 	}
 	committed = true
-	stats.Read = read
+	stats.Read, stats.Note = read, note
 	res.Stats, res.To = stats, to
 	if p.Sink.Backend == "stdout" {
 		res.To = from

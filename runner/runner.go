@@ -64,6 +64,8 @@ type Result struct {
 	From    cdc.Offset // offset the run read from
 	To      cdc.Offset // offset after the run ("" partitions: unchanged when Skipped)
 	Skipped string     // why nothing was consumed, "" when the run consumed
+	// Note is a remark for the run history ("" for none): Stats.Note.
+	Note string
 }
 
 func (r *Runner) log() *slog.Logger {

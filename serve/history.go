@@ -50,6 +50,7 @@ type Run struct {
 	To      cdc.Offset       // offset after the run (zero unless committed)
 	Error   string           // the error, "" when it succeeded
 	Skipped string           // why nothing was consumed (StatusSkipped)
+	Note    string           // a remark on a committed run: it accepted a new stream incarnation (runner.Stats.Note); "" for none
 	RetryAt time.Time        // StatusTransient: when the server retries (UTC); zero otherwise
 }
 

@@ -260,7 +260,7 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 		res.Start, res.End = start.UTC(), end.UTC()
 	}
 	r := &Run{Job: name, Node: s.node, Start: res.Start.UTC(), End: res.End.UTC(), Status: st0,
-		Read: res.Stats.Read, Written: res.Stats.Written, From: res.From, Skipped: res.Skipped}
+		Read: res.Stats.Read, Written: res.Stats.Written, From: res.From, Skipped: res.Skipped, Note: res.Note}
 	if err == nil {
 		r.To = res.To
 	} else {

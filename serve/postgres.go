@@ -95,9 +95,11 @@ func NewPGStore(ctx context.Context, pool *pgxpool.Pool, opt StoreOptions) (*PGS
 	to_offset text NOT NULL DEFAULT '',
 	error text NOT NULL DEFAULT '',
 	skipped text NOT NULL DEFAULT '',
+	note text NOT NULL DEFAULT '',
 	retry_at timestamptz
 )`,
 		"ALTER TABLE " + pgRuns + " ADD COLUMN IF NOT EXISTS retry_at timestamptz",
+		"ALTER TABLE " + pgRuns + " ADD COLUMN IF NOT EXISTS note text NOT NULL DEFAULT ''",
 		"CREATE INDEX IF NOT EXISTS " + RunsTable + "_job ON " + pgRuns + " (job, id)",
 	}
 	for _, q := range ddl {
@@ -136,13 +138,13 @@ func (s *PGStore) Record(ctx context.Context, r *Run) (int64, error) {
 	cols = append(cols, strings.Split(countColumns(), ", ")...)
 	args = append(args, countArgs(r.Read)...)
 	args = append(args, countArgs(r.Written)...)
-	cols = append(cols, "from_offset", "to_offset", "error", "skipped", "retry_at")
+	cols = append(cols, "from_offset", "to_offset", "error", "skipped", "note", "retry_at")
 	var retryAt *time.Time
 	if !r.RetryAt.IsZero() {
 		t := r.RetryAt.UTC()
 		retryAt = &t
 	}
-	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped, retryAt)
+	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped, r.Note, retryAt)
 	ph := make([]string, len(args))
 	for i := range ph {
 		ph[i] = fmt.Sprintf("$%d", i+1)
@@ -157,7 +159,7 @@ func (s *PGStore) Record(ctx context.Context, r *Run) (int64, error) {
 
 // List returns recorded runs, newest first.
 func (s *PGStore) List(ctx context.Context, job string, limit int) ([]Run, error) {
-	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped, retry_at FROM " + pgRuns
+	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped, note, retry_at FROM " + pgRuns
 	args := []any{defaultLimit(limit)}
 	if job != "" {
 		q += " WHERE job = $2"
@@ -179,7 +181,7 @@ func (s *PGStore) List(ctx context.Context, job string, limit int) ([]Run, error
 		for i := range counts {
 			dest = append(dest, &counts[i])
 		}
-		dest = append(dest, &from, &to, &r.Error, &r.Skipped, &retryAt)
+		dest = append(dest, &from, &to, &r.Error, &r.Skipped, &r.Note, &retryAt)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}

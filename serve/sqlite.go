@@ -101,6 +101,7 @@ func NewSQLiteStore(ctx context.Context, db *sql.DB, opt StoreOptions) (*SQLiteS
 	to_offset TEXT NOT NULL DEFAULT '',
 	error TEXT NOT NULL DEFAULT '',
 	skipped TEXT NOT NULL DEFAULT '',
+	note TEXT NOT NULL DEFAULT '',
 	retry_at TEXT NOT NULL DEFAULT ''
 )`,
 		`CREATE INDEX IF NOT EXISTS ` + RunsTable + `_job ON ` + RunsTable + ` (job, id)`,
@@ -116,14 +117,16 @@ func NewSQLiteStore(ctx context.Context, db *sql.DB, opt StoreOptions) (*SQLiteS
 			return nil, fmt.Errorf("create sluice history tables: %w", err)
 		}
 	}
-	// Tables created before retry_at existed gain it.
-	var has bool
-	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('`+RunsTable+`') WHERE name = 'retry_at')`).Scan(&has); err != nil {
-		return nil, fmt.Errorf("create sluice history tables: %w", err)
-	}
-	if !has {
-		if _, err := db.ExecContext(ctx, `ALTER TABLE `+RunsTable+` ADD COLUMN retry_at TEXT NOT NULL DEFAULT ''`); err != nil {
-			return nil, fmt.Errorf("add retry_at to %s: %w", RunsTable, err)
+	// Tables created before retry_at and note existed gain them.
+	for _, col := range []string{"retry_at", "note"} {
+		var has bool
+		if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('`+RunsTable+`') WHERE name = ?)`, col).Scan(&has); err != nil {
+			return nil, fmt.Errorf("create sluice history tables: %w", err)
+		}
+		if !has {
+			if _, err := db.ExecContext(ctx, `ALTER TABLE `+RunsTable+` ADD COLUMN `+col+` TEXT NOT NULL DEFAULT ''`); err != nil {
+				return nil, fmt.Errorf("add %s to %s: %w", col, RunsTable, err)
+			}
 		}
 	}
 	return s, nil
@@ -150,12 +153,12 @@ func (s *SQLiteStore) Record(ctx context.Context, r *Run) (int64, error) {
 		}
 		args = append(args, countArgs(p.m)...)
 	}
-	cols = append(cols, "from_offset", "to_offset", "error", "skipped", "retry_at")
+	cols = append(cols, "from_offset", "to_offset", "error", "skipped", "note", "retry_at")
 	retryAt := ""
 	if !r.RetryAt.IsZero() {
 		retryAt = r.RetryAt.UTC().Format(timeLayout)
 	}
-	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped, retryAt)
+	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped, r.Note, retryAt)
 	q := "INSERT INTO " + RunsTable + " (" + strings.Join(cols, ", ") + ") VALUES (?" + strings.Repeat(", ?", len(cols)-1) + ")"
 	res, err := s.db.ExecContext(ctx, q, args...)
 	if err != nil {
@@ -166,7 +169,7 @@ func (s *SQLiteStore) Record(ctx context.Context, r *Run) (int64, error) {
 
 // List returns recorded runs, newest first.
 func (s *SQLiteStore) List(ctx context.Context, job string, limit int) ([]Run, error) {
-	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped, retry_at FROM " + RunsTable
+	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped, note, retry_at FROM " + RunsTable
 	var args []any
 	if job != "" {
 		q += " WHERE job = ?"
@@ -188,7 +191,7 @@ func (s *SQLiteStore) List(ctx context.Context, job string, limit int) ([]Run, e
 		for i := range counts {
 			dest = append(dest, &counts[i])
 		}
-		dest = append(dest, &from, &to, &r.Error, &r.Skipped, &retryAt)
+		dest = append(dest, &from, &to, &r.Error, &r.Skipped, &r.Note, &retryAt)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}

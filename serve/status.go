@@ -223,6 +223,7 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		To      any              `json:"to,omitempty"`
 		Error   string           `json:"error,omitempty"`
 		Skipped string           `json:"skipped,omitempty"`
+		Note    string           `json:"note,omitempty"`
 		RetryAt *time.Time       `json:"retry_at,omitempty"`
 	}
 	named := func(m map[cdc.Op]int64) map[string]int64 {
@@ -240,7 +241,7 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		retryAt = &r.RetryAt
 	}
 	return json.Marshal(run{r.ID, r.Job, r.Node, r.Start, r.End, r.Duration().Seconds(), r.Status,
-		named(r.Read), named(r.Written), OffsetJSON(r.From), OffsetJSON(r.To), r.Error, r.Skipped, retryAt})
+		named(r.Read), named(r.Written), OffsetJSON(r.From), OffsetJSON(r.To), r.Error, r.Skipped, r.Note, retryAt})
 }
 
 // OffsetJSON is an offset as /healthz and `--format json` print it: nil for

@@ -296,16 +296,13 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 	if s.ID != pd.s.ID {
 		return runner.Stats{}, none, none, fmt.Errorf("%w: stream %s was recreated since the plan was made", runner.ErrOffsetMoved, s.Name)
 	}
-	from := s.Offset
 	cp, ok, err := sinkpg.ReadCheckpoint(ctx, tx, job)
 	if err != nil {
 		return runner.Stats{}, none, none, err
 	}
-	if ok && cp.StreamID == s.ID && cp.Stream == s.Name {
-		if err := runner.BackfillInProgress(cp); err != nil {
-			return runner.Stats{}, none, none, err
-		}
-		from = cp.Offset
+	from, note, err := runner.Start(ctx, job, cp, ok, s)
+	if err != nil {
+		return runner.Stats{}, none, none, err
 	}
 	t, fp, toPos, err := b.readPointWith(ctx, tx, s, from, pd.noVersions())
 	if err != nil {
@@ -319,7 +316,7 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 	if err != nil {
 		return runner.Stats{}, none, none, err
 	}
-	stats := runner.Stats{Read: map[cdc.Op]int64{}}
+	stats := runner.Stats{Read: map[cdc.Op]int64{}, Note: note}
 	if fp == nil || fp.Snap != toPos.Snap || fp.Initial {
 		var args []any
 		seqBase := seqVersioned(s, fp) && toPos.hasSeqBase

@@ -173,21 +173,22 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner
 		return runner.Stats{}, info.Offset, info.Offset, err
 	}
 	defer tx.Rollback(ctx)
-	from := info.Offset
 	cp, ok, err := tx.Checkpoint(ctx)
 	if err != nil {
-		return runner.Stats{}, from, from, err
+		return runner.Stats{}, info.Offset, info.Offset, err
 	}
-	if ok && cp.StreamID == info.ID {
-		if err := runner.BackfillInProgress(cp); err != nil {
-			return runner.Stats{}, from, from, err
-		}
-		// A run through sluice that committed its sink but not the stream
-		// offset left the checkpoint ahead: start there.
+	from, note, err := runner.Start(ctx, job, cp, ok, info)
+	if err != nil {
+		return runner.Stats{}, info.Offset, info.Offset, err
+	}
+	if ok && note == "" {
+		// The checkpoint of this incarnation: a run through sluice that
+		// committed its sink but not the stream offset left it ahead;
+		// start there, else at the stream's offset.
 		cpPos, err1 := parseOffset(cp.Offset)
 		stPos, err2 := parseOffset(info.Offset)
-		if err1 == nil && err2 == nil && cpPos.seq > stPos.seq {
-			from = cp.Offset
+		if err1 != nil || err2 != nil || cpPos.seq <= stPos.seq {
+			from = info.Offset
 		}
 	}
 	seq, err := lastSeq(ctx, conn, logTable(info.Table))
@@ -214,7 +215,7 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner
 		return runner.Stats{}, from, from, fmt.Errorf("pushdown %s: read stream %s: %w", job, info.Name, err)
 	}
 	tRead = time.Since(t0)
-	stats := runner.Stats{Read: map[cdc.Op]int64{}}
+	stats := runner.Stats{Read: map[cdc.Op]int64{}, Note: note}
 	if err := countOps(ctx, conn, pushCountSQL, stats.Read); err != nil {
 		return runner.Stats{}, from, from, err
 	}

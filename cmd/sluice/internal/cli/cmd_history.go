@@ -87,6 +87,9 @@ func cmdHistory(ctx context.Context, e *env, state, format string, limit int, re
 		if note == "" {
 			note = run.Skipped
 		}
+		if note == "" {
+			note = run.Note
+		}
 		rows = append(rows, []any{run.Job, run.Start, fmt.Sprintf("%.3f", run.Duration().Seconds()), string(run.Status),
 			counts(run.Read), counts(run.Written), offsetText(run.From, time.Time{}) + " -> " + offsetText(run.To, run.End), note})
 	}

@@ -10,32 +10,44 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/redact"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
+	"github.com/sluicedata/sluice/serve"
 )
 
 func init() { register(newRunCmd) }
 
 func newRunCmd(e *env) *cobra.Command {
-	var conn string
+	var conn, state string
 	var batch int
+	var accept bool
 	c := &cobra.Command{
 		Use:   "run [flags] JOB|DIR…",
 		Short: "run each job once; exit non-zero if any failed",
 		Long: "Run each job once: read its stream's pending changes, write them to the sink, and move the\n" +
 			"offset in the sink's transaction. A directory runs each of its job files in name order.\n" +
-			"Exit code 1 if a job failed (its offset did not move), 2 if a job file is invalid.",
+			"Exit code 1 if a job failed (its offset did not move), 2 if a job file is invalid.\n" +
+			"A job whose checkpoint belongs to an earlier incarnation of its stream (dropped and created\n" +
+			"again, replaced, restored) fails; --accept-new-stream starts it at the new stream's offset\n" +
+			"instead, losing the changes in between, and records that in the run history (--state).",
 		ValidArgsFunction: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmdRun(cmd.Context(), e, conn, batch, args)
+			ctx := cmd.Context()
+			if accept {
+				ctx = runner.WithAcceptNewStream(ctx)
+			}
+			return cmdRun(ctx, e, conn, state, batch, args)
 		},
 	}
 	c.Flags().StringVar(&conn, "conn", "", "default connection `URL` for jobs that name none")
 	c.Flags().IntVar(&batch, "batch", runner.DefaultBatchSize, "`N` changes per batch when rows travel through sluice")
+	c.Flags().BoolVar(&accept, "accept-new-stream", false, "start a job whose checkpoint names another incarnation of its stream at the stream's offset (changes in between are lost)")
+	c.Flags().StringVar(&state, "state", "", "database `URL` of the run history where --accept-new-stream records its choice (default: the default connection)")
 	return c
 }
 
-func cmdRun(ctx context.Context, e *env, conn string, batch int, paths []string) error {
+func cmdRun(ctx context.Context, e *env, conn, state string, batch int, paths []string) error {
 	if len(paths) == 0 {
 		return usageErr("name at least one job file or directory")
 	}
@@ -60,6 +72,12 @@ func cmdRun(ctx context.Context, e *env, conn string, batch int, paths []string)
 			continue
 		}
 		printResult(e.stdout, res)
+		if res.Note != "" {
+			if err := recordNote(ctx, e, r, state, res); err != nil {
+				fmt.Fprintf(e.stderr, "%s: committed, but the run history did not record it: %v\n", f.job.Name, err)
+				failed++
+			}
+		}
 	}
 	if failed+invalid > 0 {
 		fmt.Fprintf(e.stderr, "%d of %d jobs failed\n", failed+invalid, len(files))
@@ -118,4 +136,25 @@ func printResult(w io.Writer, res *runner.Result) {
 	if res.Skipped != "" {
 		fmt.Fprintf(w, "%s: note: %s\n", res.Job, res.Skipped)
 	}
+	if res.Note != "" {
+		fmt.Fprintf(w, "%s: note: %s\n", res.Job, res.Note)
+	}
+}
+
+// recordNote stores a committed run that carries a note (an accepted new
+// stream) in the run history at state ("" → the default connection),
+// creating the history if it does not exist.
+func recordNote(ctx context.Context, e *env, r *runner.Runner, state string, res *runner.Result) error {
+	url, err := r.Resolve(state)
+	if err != nil {
+		return err
+	}
+	st, err := serve.OpenStore(ctx, url, serve.StoreOptions{Log: e.log})
+	if err != nil {
+		return fmt.Errorf("state database %s: %w", redact.Conn(url), redact.Error(err, url))
+	}
+	defer st.Close()
+	_, err = st.Record(ctx, &serve.Run{Job: res.Job, Start: res.Start, End: res.End, Status: serve.StatusCommitted,
+		Read: res.Stats.Read, Written: res.Stats.Written, From: res.From, To: res.To, Note: res.Note})
+	return redact.Error(err, url)
 }
