@@ -170,17 +170,22 @@ type healthBody struct {
 	Jobs   []JobStatus `json:"jobs"`
 }
 
-// Handler serves GET / (the status page, page.go), GET /healthz and GET
-// /metrics.
+// Handler serves GET / (the status page, page.go), GET /healthz, GET
+// /livez, GET /readyz and GET /metrics.
 //
-// /healthz answers JSON {"status", "node", "jobs": [JobStatus…]} with 200
-// when every job is healthy and 503 when one is stopped or failing, or the
-// server is shutting down. /metrics is Metrics.Handler.
+// /healthz is the jobs' health, for alerts and dashboards, not for
+// restarting the process: JSON {"status", "node", "jobs": [JobStatus…]}
+// with 200 when every job is healthy and 503 when one is stopped or
+// failing, or the server is shutting down. /livez (the liveness probe) and
+// /readyz (the readiness probe) are in probes.go. /metrics is
+// Metrics.Handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.servePage)
 	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.HandleFunc("GET /healthz", s.serveHealth)
+	mux.HandleFunc("GET /livez", s.serveLive)
+	mux.HandleFunc("GET /readyz", s.serveReady)
 	return mux
 }
 
