@@ -16,7 +16,7 @@
 //     process (reason "locked": Config.Locker, a database lock).
 //   - continuous jobs run again as soon as a run that moved rows ends;
 //     when a run finds nothing, they wait Config.IdleBackoff (100ms
-//     doubling to 5s) or until their Waker (PGWaker: LISTEN/NOTIFY) fires.
+//     doubling to 5s) or until their Waker (PGListener: LISTEN/NOTIFY) fires.
 //   - manual jobs (no schedule) are listed but never fired.
 //
 // A failed run is classified by IsTransient. Transient failures — faults

@@ -282,32 +282,6 @@ func TestStatusOf(t *testing.T) {
 	}
 }
 
-// TestPGWaker: a NOTIFY on the channel wakes the waker.
-func TestPGWaker(t *testing.T) {
-	url := pgtest.NewDatabase(t)
-	ctx := t.Context()
-	w, err := NewPGWaker(ctx, url, "sluice_changes_orders", nil, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `NOTIFY sluice_changes_orders, 'x'`); err != nil {
-		t.Fatal(err)
-	}
-	timer := time.NewTimer(waitLimit)
-	defer timer.Stop()
-	select {
-	case <-w.C():
-	case <-timer.C:
-		t.Fatal("no wake-up after NOTIFY")
-	}
-}
-
 // TestFakeClockTimerAt: a timer for an instant fires when the fake time
 // reaches it, however the time moved after the timer was made, and at
 // once for an instant already passed.

@@ -26,7 +26,7 @@ import (
 type RunFunc func(ctx context.Context, job *plan.Job) (*runner.Result, error)
 
 // Waker tells an idle continuous job that changes may be pending, so it
-// runs before its poll backoff ends (PGWaker: LISTEN/NOTIFY).
+// runs before its poll backoff ends (PGListener: one LISTEN session per database).
 type Waker interface {
 	// C receives a value when the job should look for changes.
 	C() <-chan struct{}

@@ -45,7 +45,7 @@
 // statements raised it, so the cost is one queue entry per writing
 // transaction. The channel is "sluice_changes_<t>" (hashed when longer
 // than 63 bytes, see NotifyChannel); `sluice serve` LISTENs on it
-// (serve.PGWaker) to run a continuous job as soon as its changes commit
+// (serve.PGListener) to run a continuous job as soon as its changes commit
 // instead of at its next poll. Notifications are only a wake-up: they
 // carry no data and a missed one merely delays a job until its poll.
 // PostgreSQL serializes the commits of notifying transactions in the whole

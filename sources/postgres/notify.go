@@ -15,7 +15,7 @@ const notifyPrefix = "sluice_changes_"
 // notifies (pg_notify, empty payload) once per statement that logged
 // changes: "sluice_changes_<table>", with the tail replaced by a hash of
 // the table name when that is longer than PostgreSQL's 63-byte identifier
-// limit. It is deterministic, so a listener (serve.PGWaker) computes it
+// limit. It is deterministic, so a listener (serve.PGListener) computes it
 // from the stream's table without asking the database. LISTEN it as a
 // quoted identifier: the name keeps the table's case.
 func NotifyChannel(table string) string { return objectName(notifyPrefix, table) }

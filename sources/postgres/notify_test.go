@@ -183,9 +183,9 @@ func TestNotifyStopsWhenListenerEnds(t *testing.T) {
 	check(t, "after it ended", receive(), nil)
 }
 
-// TestWakerWakesOnCommit: serve's PGWaker, registering with
-// RegisterListener as `sluice serve` does, wakes when a tracked table's
-// writing transaction commits.
+// TestWakerWakesOnCommit: a subscription to serve's PGListener,
+// registering with RegisterListener as `sluice serve` does, wakes when a
+// tracked table's writing transaction commits.
 func TestWakerWakesOnCommit(t *testing.T) {
 	b, u := openDB(t)
 	sqlExec(t, b, `CREATE TABLE wk (id int PRIMARY KEY)`)
@@ -193,11 +193,15 @@ func TestWakerWakesOnCommit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
 	defer cancel()
 	ch := NotifyChannel("wk")
-	w, err := serve.NewPGWaker(ctx, u, ch, func(ctx context.Context, c *pgx.Conn) error { return RegisterListener(ctx, c, ch) }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := serve.NewPGListener(ctx, u, RegisterListener, nil)
+	defer l.Close()
+	w := l.Subscribe(ch)
 	defer w.Close()
+	select { // the first wake-up says the LISTEN is in place
+	case <-w.C():
+	case <-ctx.Done():
+		t.Fatal("no wake-up once listening")
+	}
 	sqlExec(t, b, `INSERT INTO wk VALUES (1)`)
 	select {
 	case <-w.C():

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedata/sluice/internal/redact"
@@ -70,6 +70,8 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 		return fmt.Errorf("state database %s: %w", redact.Conn(stateURL), redact.Error(err, stateURL))
 	}
 	defer store.Close()
+	listeners := newPGListeners(ctx, r, log)
+	defer listeners.Close()
 	srv, err := serve.New(serve.Config{
 		Run: func(ctx context.Context, job *plan.Job) (*runner.Result, error) {
 			prep, err := r.Plan(ctx, job)
@@ -79,7 +81,7 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 			return r.Run(ctx, prep)
 		},
 		Log: log, Locker: store, History: store, Listen: f.listen,
-		Lag: lagFunc(r), Waker: wakerFunc(r, log), TrimLogs: r.TrimLogs,
+		Lag: lagFunc(r), Waker: listeners.waker, TrimLogs: r.TrimLogs,
 	})
 	if err != nil {
 		return err
@@ -145,37 +147,60 @@ func loadDefs(ctx context.Context, r *runner.Runner, paths []string, maxSize int
 	return defs
 }
 
-// wakerFunc wakes continuous jobs reading a PostgreSQL stream when the
+// pgListeners wakes continuous jobs reading a PostgreSQL stream when the
 // capture trigger of the stream's table notifies (postgres.NotifyChannel):
-// one LISTEN connection per such job. Jobs on other sources get no waker
-// and poll.
-func wakerFunc(r *runner.Runner, log *slog.Logger) serve.WakerFunc {
-	return func(ctx context.Context, job *plan.Job) (serve.Waker, error) {
-		b, err := r.JobBackend(ctx, job, job.Conn)
-		if err != nil {
-			return nil, err
-		}
-		if b.Scheme() != "postgres" {
-			return nil, nil
-		}
-		src, ok := b.(runner.Source)
-		if !ok {
-			return nil, nil
-		}
-		info, err := src.Stream(ctx, job.Source)
-		if err != nil {
-			return nil, err
-		}
-		url, err := r.Resolve(job.Conn)
-		if err != nil {
-			return nil, err
-		}
-		channel := postgres.NotifyChannel(info.Table)
-		register := func(ctx context.Context, c *pgx.Conn) error { return postgres.RegisterListener(ctx, c, channel) }
-		w, err := serve.NewPGWaker(ctx, url, channel, register, log.With("job", job.Name))
-		if err != nil {
-			return nil, err
-		}
-		return w, nil
+// one serve.PGListener, so one LISTEN session, per database whatever the
+// number of jobs. Jobs on other sources get no waker and poll.
+type pgListeners struct {
+	ctx context.Context
+	r   *runner.Runner
+	log *slog.Logger
+
+	mu  sync.Mutex
+	all map[string]*serve.PGListener // by resolved connection URL
+}
+
+func newPGListeners(ctx context.Context, r *runner.Runner, log *slog.Logger) *pgListeners {
+	return &pgListeners{ctx: ctx, r: r, log: log, all: map[string]*serve.PGListener{}}
+}
+
+// waker is the serve.WakerFunc: a subscription to the job's table channel
+// on the listener of the job's database.
+func (p *pgListeners) waker(ctx context.Context, job *plan.Job) (serve.Waker, error) {
+	b, err := p.r.JobBackend(ctx, job, job.Conn)
+	if err != nil {
+		return nil, err
+	}
+	if b.Scheme() != "postgres" {
+		return nil, nil
+	}
+	src, ok := b.(runner.Source)
+	if !ok {
+		return nil, nil
+	}
+	info, err := src.Stream(ctx, job.Source)
+	if err != nil {
+		return nil, err
+	}
+	url, err := p.r.Resolve(job.Conn)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	l, ok := p.all[url]
+	if !ok {
+		l = serve.NewPGListener(p.ctx, url, postgres.RegisterListener, p.log.With("listener", redact.Conn(url)))
+		p.all[url] = l
+	}
+	p.mu.Unlock()
+	return l.Subscribe(postgres.NotifyChannel(info.Table)), nil
+}
+
+// Close stops every listener.
+func (p *pgListeners) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.all {
+		_ = l.Close()
 	}
 }
