@@ -18,6 +18,7 @@ const (
 	codeMismatch   = 20 // SQLITE_MISMATCH: datatype mismatch (STRICT tables, rowid)
 	codeRange      = 25 // SQLITE_RANGE: bind parameter out of range
 
+	codeBusy     = 5  // SQLITE_BUSY
 	codeReadOnly = 8  // SQLITE_READONLY
 	codeIOErr    = 10 // SQLITE_IOERR
 	codeCantOpen = 14 // SQLITE_CANTOPEN
@@ -38,6 +39,14 @@ func IsValueError(err error) bool {
 		return true
 	}
 	return false
+}
+
+// IsBusy reports whether err is SQLITE_BUSY (any extended code): another
+// connection held the lock the statement needed for longer than the
+// connection's busy_timeout.
+func IsBusy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == codeBusy
 }
 
 // Begin runs BEGIN IMMEDIATE on conn and returns the driver's error,

@@ -27,6 +27,11 @@ func open(ctx context.Context, url string, log *slog.Logger) (runner.Backend, er
 // Backend is an open connection (a pgxpool) to one PostgreSQL database. It
 // implements runner.Backend, Executor, Source, Pushdowner and Sink.
 type Backend struct {
+	// LockWait bounds how long enabling or disabling change tracking
+	// waits in all for its lock on the table (locks.go); 0 means
+	// DefaultLockWait. Set it before use.
+	LockWait time.Duration
+
 	pool     *pgxpool.Pool
 	log      *slog.Logger
 	identity string

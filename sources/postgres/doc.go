@@ -22,6 +22,10 @@
 //     TG_RELID, not by name). All are ENABLE ALWAYS, so
 //     session_replication_role = replica does not skip them.
 //
+// Enabling and disabling take ACCESS EXCLUSIVE on the table first, in
+// attempts bounded by lock_timeout, retried until Backend.LockWait, naming
+// the sessions that hold the table (locks.go).
+//
 // The function checks once per statement that the table still has the
 // columns (attnum, name, type) it had when tracking was enabled; after a
 // DDL that adds, drops, renames or retypes one, it logs each row as

@@ -56,6 +56,10 @@ var (
 	// ErrKeyNotLogged is enabling change tracking again under a primary
 	// key that changes still in the change log have no value for.
 	ErrKeyNotLogged = errors.New("pending changes in the change log lack the new primary key")
+	// ErrLockTimeout is enabling or disabling change tracking that did not
+	// get its lock on the table within Backend.LockWait (LockTimeoutError
+	// names the sessions holding it).
+	ErrLockTimeout = errors.New("lock on the table not available")
 	// ErrBadConn is a connection URL sluice cannot read unambiguously (a
 	// password with a character that must be percent-encoded).
 	ErrBadConn = errors.New("unreadable connection URL")

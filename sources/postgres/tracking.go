@@ -237,15 +237,14 @@ func checkPendingKeys(ctx context.Context, tx pgx.Tx, t *Tracked) error {
 
 // EnableTracking turns on change capture for table (idempotent: enabling
 // again adds columns added to the table since and rewrites the capture
-// function and triggers).
+// function and triggers). It takes ACCESS EXCLUSIVE on the table first,
+// with a bounded wait (locks.go): after Backend.LockWait it returns a
+// LockTimeoutError naming the sessions that hold the table.
 func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 	if err := b.ensureSchema(ctx); err != nil {
 		return err
 	}
-	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.tracking'))`); err != nil {
-			return err
-		}
+	return b.wrap(b.withTableLock(ctx, "enable change tracking", sinkpg.Quote(table), lockByName(sinkpg.Quote(table)), func(tx pgx.Tx) error {
 		tab, ok, err := sinkpg.DescribeTable(ctx, tx, table)
 		if err != nil {
 			return err
@@ -336,15 +335,29 @@ func firstLine(s string) string {
 
 // DisableTracking removes change capture from table: triggers, function,
 // log and tracking row. It refuses (ErrHasStreams) while streams exist on
-// the table. Disabling a table without tracking does nothing.
+// the table. Disabling a table without tracking does nothing. Its lock on
+// the table is bounded as EnableTracking's.
 func (b *Backend) DisableTracking(ctx context.Context, table string) error {
 	if err := b.ensureSchema(ctx); err != nil {
 		return err
 	}
-	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.tracking'))`); err != nil {
-			return err
+	lock := func(ctx context.Context, tx pgx.Tx) (uint32, error) {
+		if relid, err := lockByName(sinkpg.Quote(table))(ctx, tx); err != nil || relid != 0 {
+			return relid, err
 		}
+		// A renamed table disabled by its tracked name: its triggers are
+		// on the table with the recorded oid.
+		var relid *uint32
+		err := tx.QueryRow(ctx, `SELECT relid FROM sluice.tracking WHERE table_name = $1`, table).Scan(&relid)
+		if errors.Is(err, pgx.ErrNoRows) || relid == nil {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		return *relid, lockOid(ctx, tx, *relid)
+	}
+	return b.wrap(b.withTableLock(ctx, "disable change tracking", sinkpg.Quote(table), lock, func(tx pgx.Tx) error {
 		key := table
 		var relid *uint32
 		if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(table)).Scan(&relid); err != nil {

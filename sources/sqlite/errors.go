@@ -30,6 +30,10 @@ var (
 	// ErrBehindOffset: a read from an offset behind the stream's own offset
 	// (a job checkpoint left behind by another consumer of the stream).
 	ErrBehindOffset = errors.New("offset is behind the stream's offset")
+	// ErrBusy: enabling or disabling change tracking waited busy_timeout
+	// (sqlitex.BusyTimeout) for the database's write lock, which another
+	// connection held; nothing was changed.
+	ErrBusy = errors.New("the database's write lock is held by another connection")
 	// ErrUnsupported: a statement or construct the backend does not run.
 	ErrUnsupported = errors.New("not supported by the sqlite backend")
 )

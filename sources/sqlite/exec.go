@@ -38,12 +38,23 @@ func (b *Backend) Exec(ctx context.Context, st dsl.Statement) (*runner.ResultSet
 	case *dsl.DropTable:
 		return nil, b.dropTable(ctx, s)
 	case *dsl.SetChangeTracking:
-		return nil, sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
+		err := sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
 			if s.Enabled {
 				return enableTracking(ctx, tx, s.Table)
 			}
 			return disableTracking(ctx, tx, s.Table)
 		})
+		if sqlitex.IsBusy(err) {
+			what := "disabling"
+			if s.Enabled {
+				what = "enabling"
+			}
+			// SQLite has one writer at a time and does not tell which
+			// connection holds the lock.
+			return nil, fmt.Errorf("%w: %s change tracking on %s waited %s (busy_timeout) for the database's write lock, which another connection holds in an open write transaction; nothing was changed. Run it again when that transaction has ended (SQLite does not say which connection holds it): %w",
+				ErrBusy, what, s.Table, sqlitex.BusyTimeout, err)
+		}
+		return nil, err
 	case *dsl.CreateStream:
 		return nil, b.createStream(ctx, s)
 	case *dsl.DropStream:

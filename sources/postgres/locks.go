@@ -1,0 +1,184 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/internal/redact"
+)
+
+// Enabling and disabling change tracking create or drop triggers on the
+// application's table, which takes ACCESS EXCLUSIVE on it. A session
+// waiting for that lock makes every later reader and writer of the table
+// queue behind it, so the wait is bounded: each attempt runs with
+// lock_timeout = lockAttempt, and the table is locked first, before
+// anything else of the transaction takes a lock an application's
+// statement could need (the change log, which the capture writes), so the
+// application's transaction never waits for the enabling one while the
+// enabling one waits for it — no deadlock. A refused attempt rolls back,
+// logs who holds the table, and tries again after a backoff
+// (lockBackoffMin doubling up to lockBackoffMax) until LockWait has passed.
+
+const (
+	// lockAttempt is the lock_timeout of one attempt: the longest an
+	// application's statement waits behind a queued enable.
+	lockAttempt = 500 * time.Millisecond
+	// DefaultLockWait is Backend.LockWait's default.
+	DefaultLockWait = 30 * time.Second
+
+	lockBackoffMin = 100 * time.Millisecond
+	lockBackoffMax = 2 * time.Second
+)
+
+// lockNotAvailable is SQLSTATE 55P03, lock_timeout expired.
+const lockNotAvailable = "55P03"
+
+// LockTimeoutError is enabling or disabling change tracking that did not
+// get its lock on the table within the backend's LockWait. It wraps
+// ErrLockTimeout; its text names the sessions that held the table
+// (Holders) and says that nothing was changed.
+type LockTimeoutError struct {
+	Action  string        // "enable change tracking", "disable change tracking"
+	Table   string        // the table, quoted
+	Waited  time.Duration // how long the attempts took in all
+	Holders []string      // the sessions holding a lock on the table, described (lockHolders)
+}
+
+func (e *LockTimeoutError) Error() string {
+	who := "another sluice session enabling or disabling change tracking (sluice's tracking lock)"
+	if len(e.Holders) > 0 {
+		who = strings.Join(e.Holders, "; ")
+	}
+	return fmt.Sprintf("%v: %s on %s waited %s in all (attempts of %s each, letting the application's statements through in between) for ACCESS EXCLUSIVE on the table, held by: %s. Nothing was changed. Run it again when that transaction has ended (commit or roll it back; SELECT pg_terminate_backend(pid) ends a session)",
+		ErrLockTimeout, e.Action, e.Table, e.Waited.Round(time.Millisecond), lockAttempt, who)
+}
+
+func (e *LockTimeoutError) Unwrap() error { return ErrLockTimeout }
+
+func (b *Backend) lockWait() time.Duration {
+	if b.LockWait > 0 {
+		return b.LockWait
+	}
+	return DefaultLockWait
+}
+
+// withTableLock runs fn in a transaction that first takes sluice's
+// tracking lock and then ACCESS EXCLUSIVE on the table table (as named by
+// the user; lockTable finds it), each under lock_timeout = lockAttempt,
+// retrying the whole transaction while a lock is refused, until LockWait.
+// fn runs after the locks, in the same transaction. action names the
+// operation in messages.
+func (b *Backend) withTableLock(ctx context.Context, action, table string, lock func(ctx context.Context, tx pgx.Tx) (uint32, error), fn func(tx pgx.Tx) error) error {
+	start := time.Now()
+	delay := lockBackoffMin
+	for attempt := 1; ; attempt++ {
+		var relid uint32
+		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = '%dms'`, lockAttempt.Milliseconds())); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.tracking'))`); err != nil {
+				return err
+			}
+			var err error
+			if relid, err = lock(ctx, tx); err != nil {
+				return err
+			}
+			// The DDL that follows waits for nothing the table's lock
+			// does not already cover; a statement that still does gets
+			// the same bound.
+			return fn(tx)
+		})
+		if pgCode(err) != lockNotAvailable {
+			return err
+		}
+		holders := b.lockHolders(ctx, relid, table)
+		waited := time.Since(start)
+		if waited+delay >= b.lockWait() {
+			return &LockTimeoutError{Action: action, Table: table, Waited: waited, Holders: holders}
+		}
+		b.log.Warn("waiting for a lock on the table; the application's statements go on meanwhile", "action", action, "table", table,
+			"attempt", attempt, "waited", waited.Round(time.Millisecond), "held_by", strings.Join(holders, "; "))
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(2*delay, lockBackoffMax)
+	}
+}
+
+// lockByName takes ACCESS EXCLUSIVE on the table named table (resolved
+// like the user's statement: search_path) and returns its oid; 0 and no
+// lock when there is no such table.
+func lockByName(name string) func(ctx context.Context, tx pgx.Tx) (uint32, error) {
+	return func(ctx context.Context, tx pgx.Tx) (uint32, error) {
+		var relid *uint32
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, name).Scan(&relid); err != nil || relid == nil {
+			return 0, err
+		}
+		return *relid, lockOid(ctx, tx, *relid)
+	}
+}
+
+// lockOid takes ACCESS EXCLUSIVE on the relation with oid relid, by its
+// qualified name now; a relation that no longer exists is not locked.
+func lockOid(ctx context.Context, tx pgx.Tx, relid uint32) error {
+	var name string
+	err := tx.QueryRow(ctx, `SELECT c.oid::regclass::text FROM pg_catalog.pg_class c WHERE c.oid = $1`, relid).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `LOCK TABLE `+name+` IN ACCESS EXCLUSIVE MODE`)
+	return err
+}
+
+// lockHolders describes the other sessions that hold a lock on the
+// relation relid (0: none found), oldest transaction first, at most five:
+// pid, role, application, state, how long its transaction has been open
+// and its current or last statement with its literals masked
+// (redact.SQL). Best effort: an error yields what was read.
+func (b *Backend) lockHolders(ctx context.Context, relid uint32, table string) []string {
+	if relid == 0 {
+		return nil
+	}
+	rows, err := b.pool.Query(ctx, `SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(a.state, ''),
+			coalesce(extract(epoch FROM now() - a.xact_start)::float8, 0), coalesce(a.query, ''), string_agg(DISTINCT l.mode, ', ')
+		FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'relation' AND l.relation = $1 AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+			AND l.granted AND l.pid <> pg_backend_pid()
+		GROUP BY 1, 2, 3, 4, 5, 6, a.xact_start ORDER BY a.xact_start NULLS LAST LIMIT 5`, relid)
+	if err != nil {
+		b.log.Debug("list the sessions holding a lock", "table", table, "err", err)
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var pid int32
+		var user, app, state, query, modes string
+		var age float64
+		if err := rows.Scan(&pid, &user, &app, &state, &age, &query, &modes); err != nil {
+			return out
+		}
+		s := fmt.Sprintf("pid %d (role %s", pid, user)
+		if app != "" {
+			s += ", application " + app
+		}
+		if state != "" {
+			s += ", " + state
+		}
+		s += fmt.Sprintf(", transaction open %s, holding %s; statement: %s)", (time.Duration(age * float64(time.Second))).Round(time.Second), modes, redact.SQL(query))
+		out = append(out, s)
+	}
+	return out
+}

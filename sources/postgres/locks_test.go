@@ -1,0 +1,175 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger's and the test's
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestTrackingLockBounded: enabling (first time and again) and disabling
+// change tracking while an application transaction holds the table. The
+// operation waits in bounded attempts, logging who holds the table (its
+// statement's literals masked); other writers' statements get through
+// meanwhile; the application's transaction goes on writing and commits
+// without a deadlock; the operation then succeeds. With a short bound it
+// fails instead, naming the holder, and changes nothing.
+func TestTrackingLockBounded(t *testing.T) {
+	type action struct {
+		name     string
+		before   bool // tracking enabled before the application's transaction
+		run      func(ctx context.Context, b *Backend) error
+		triggers int // capture triggers on the table after success
+	}
+	enable := func(ctx context.Context, b *Backend) error { return b.EnableTracking(ctx, "lk") }
+	disable := func(ctx context.Context, b *Backend) error { return b.DisableTracking(ctx, "lk") }
+	actions := []action{
+		{"enable", false, enable, 4},
+		{"enable again", true, enable, 4},
+		{"disable", true, disable, 0},
+	}
+	countTriggers := func(t *testing.T, b *Backend) int {
+		var n int
+		if err := b.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'lk'::regclass AND tgname LIKE 'sluice_capture_%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, a := range actions {
+		for _, bounded := range []bool{false, true} {
+			name := a.name + " waits"
+			if bounded {
+				name = a.name + " gives up"
+			}
+			t.Run(name, func(t *testing.T) {
+				ctx := t.Context()
+				b, u := openDB(t)
+				logs := &syncBuffer{}
+				b.log = slog.New(slog.NewTextHandler(logs, nil))
+				sqlExec(t, b, `CREATE TABLE lk (id int PRIMARY KEY, v text)`, `INSERT INTO lk VALUES (1, 'a')`)
+				if a.before {
+					track(t, b, "lk")
+				}
+				triggersBefore := countTriggers(t, b)
+				app := connect(ctx, t, u)
+				var appPid int
+				if err := app.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&appPid); err != nil {
+					t.Fatal(err)
+				}
+				for _, q := range []string{`BEGIN`, `UPDATE lk SET v = 'secret-1' WHERE id = 1`} {
+					if _, err := app.Exec(ctx, q); err != nil {
+						t.Fatalf("application: %s: %v", q, err)
+					}
+				}
+				b.LockWait = 30 * time.Second
+				if bounded {
+					b.LockWait = 1500 * time.Millisecond
+				}
+				done := make(chan error, 1)
+				started := time.Now()
+				go func() { done <- a.run(ctx, b) }()
+
+				// Another writer's statements get through while the
+				// operation waits: each waits at most one attempt.
+				w := connect(ctx, t, u)
+				time.Sleep(200 * time.Millisecond)
+				for i := range 3 {
+					t0 := time.Now()
+					if _, err := w.Exec(ctx, fmt.Sprintf(`INSERT INTO lk VALUES (%d, 'w')`, 10+i)); err != nil {
+						t.Fatalf("other writer: %v", err)
+					}
+					if d := time.Since(t0); d > 3*time.Second {
+						t.Errorf("other writer's INSERT waited %s while %s waited for the table", d, a.name)
+					}
+				}
+				if bounded {
+					err := <-done
+					var le *LockTimeoutError
+					if !errors.As(err, &le) || !errors.Is(err, ErrLockTimeout) {
+						t.Fatalf("%s with the table held past the bound: %v, want a LockTimeoutError", a.name, err)
+					}
+					if d := time.Since(started); d > 6*time.Second {
+						t.Errorf("gave up after %s, bound 1.5s", d)
+					}
+					msg := err.Error()
+					for _, want := range []string{fmt.Sprintf("pid %d", appPid), "idle in transaction", "UPDATE lk SET v = ? WHERE id = ?", "Nothing was changed"} {
+						if !strings.Contains(msg, want) {
+							t.Errorf("error lacks %q: %s", want, msg)
+						}
+					}
+					if strings.Contains(msg, "secret-1") {
+						t.Errorf("error shows the statement's literal: %s", msg)
+					}
+				} else {
+					time.Sleep(700 * time.Millisecond)
+					select {
+					case err := <-done:
+						t.Fatalf("%s finished while the application held the table: %v", a.name, err)
+					default:
+					}
+				}
+				// The application's transaction goes on and commits: no
+				// deadlock, whatever the operation did meanwhile.
+				for _, q := range []string{`UPDATE lk SET v = 'b' WHERE id = 1`, `INSERT INTO lk VALUES (2, 'c')`, `COMMIT`} {
+					if _, err := app.Exec(ctx, q); err != nil {
+						t.Fatalf("application after the wait: %s: %v", q, err)
+					}
+				}
+				if bounded {
+					if got := countTriggers(t, b); got != triggersBefore {
+						t.Errorf("after giving up: %d capture triggers, want %d as before", got, triggersBefore)
+					}
+					return
+				}
+				if err := <-done; err != nil {
+					t.Fatalf("%s after the application committed: %v", a.name, err)
+				}
+				if got := countTriggers(t, b); got != a.triggers {
+					t.Errorf("after %s: %d capture triggers, want %d", a.name, got, a.triggers)
+				}
+				logged := logs.String()
+				for _, want := range []string{"waiting for a lock on the table", fmt.Sprintf("pid %d", appPid), "UPDATE lk SET v = ? WHERE id = ?"} {
+					if !strings.Contains(logged, want) {
+						t.Errorf("log lacks %q:\n%s", want, logged)
+					}
+				}
+				if strings.Contains(logged, "secret-1") {
+					t.Errorf("log shows the statement's literal:\n%s", logged)
+				}
+				if a.triggers > 0 {
+					// Capture works for the application's next write.
+					if _, err := app.Exec(ctx, `INSERT INTO lk VALUES (20, 'after')`); err != nil {
+						t.Fatal(err)
+					}
+					if got := tableRows(t, b, `SELECT __op::text || ' ' || id FROM sluice.log_lk WHERE id = 20`); len(got) != 1 || got[0] != "I 20" {
+						t.Errorf("log of the insert after enabling: %q, want [I 20]", got)
+					}
+				}
+			})
+		}
+	}
+}
