@@ -254,3 +254,33 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Tool returns the path of the PostgreSQL client program name (pg_dump,
+// pg_restore, psql) of the newest installed major version — pg_dump
+// refuses servers newer than itself — looking in pg_config --bindir,
+// /usr/lib/postgresql/*/bin and PATH. It skips t when none is installed.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	var dirs []string
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		dirs = append(dirs, strings.TrimSpace(string(out)))
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Sort(sort.Reverse(sort.StringSlice(found)))
+	dirs = append(dirs, found...)
+	for _, d := range dirs {
+		if p := filepath.Join(d, name); fileExists(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	t.Skipf("pgtest: %s is not installed (pg_config --bindir, /usr/lib/postgresql/*/bin, PATH): install the PostgreSQL client package", name)
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

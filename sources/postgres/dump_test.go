@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicedata/sluice/internal/pgtest"
+)
+
+// TestPartialDumpRestore: a tracked table dumped alone with the real
+// pg_dump (-t) restores into another database without sluice — with
+// pg_restore and a list that leaves out the sluice_capture_* triggers
+// (the README's recipe) without any error, and with plain psql with only
+// the errors of those triggers — and the restored copy is an ordinary,
+// untracked table that the application writes and that tracking can be
+// enabled on again.
+func TestPartialDumpRestore(t *testing.T) {
+	pgDump, pgRestore, psql := pgtest.Tool(t, "pg_dump"), pgtest.Tool(t, "pg_restore"), pgtest.Tool(t, "psql")
+	run := func(t *testing.T, stdin []byte, name string, args ...string) (string, string, error) {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), name, args...)
+		var out, errb bytes.Buffer
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	b, src := openDB(t)
+	sqlExec(t, b, `CREATE TABLE "order" (id int PRIMARY KEY, "user" text NOT NULL)`, `INSERT INTO "order" VALUES (1, 'ann'), (2, 'bob')`)
+	track(t, b, "order")
+	mkStream(t, b, "order_s", "order", "STANDARD", false)
+	sqlExec(t, b, `UPDATE "order" SET "user" = 'bo' WHERE id = 2`)
+
+	dir := t.TempDir()
+	custom := filepath.Join(dir, "order.dump")
+	if _, stderr, err := run(t, nil, pgDump, "-Fc", "-t", `public."order"`, "-f", custom, "-d", src); err != nil {
+		t.Fatalf("pg_dump -Fc: %v\n%s", err, stderr)
+	}
+	toc, stderr, err := run(t, nil, pgRestore, "-l", custom)
+	if err != nil {
+		t.Fatalf("pg_restore -l: %v\n%s", err, stderr)
+	}
+	var keep []string
+	dropped := 0
+	for _, line := range strings.Split(toc, "\n") {
+		if strings.Contains(line, " TRIGGER ") && strings.Contains(line, " sluice_capture_") {
+			dropped++
+			continue
+		}
+		keep = append(keep, line)
+	}
+	if dropped != len(triggerNames) {
+		t.Fatalf("the dump's list has %d sluice_capture_ triggers, want %d:\n%s", dropped, len(triggerNames), toc)
+	}
+	list := filepath.Join(dir, "order.list")
+	if err := os.WriteFile(list, []byte(strings.Join(keep, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain, stderr, err := run(t, nil, pgDump, "-t", `public."order"`, "-d", src)
+	if err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, stderr)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		restore func(t *testing.T, dest string)
+	}{
+		{"pg_restore -L without the triggers", func(t *testing.T, dest string) {
+			if _, stderr, err := run(t, nil, pgRestore, "--exit-on-error", "-L", list, "-d", dest, custom); err != nil || stderr != "" {
+				t.Fatalf("pg_restore -L: %v\n%s", err, stderr)
+			}
+		}},
+		{"plain pg_dump | psql", func(t *testing.T, dest string) {
+			_, stderr, err := run(t, []byte(plain), psql, "-q", "-d", dest)
+			if err != nil {
+				t.Fatalf("psql: %v\n%s", err, stderr)
+			}
+			// Only the capture triggers fail: each CREATE TRIGGER names
+			// sluice's function and each ENABLE ALWAYS its trigger.
+			for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+				if !strings.Contains(line, `schema "sluice" does not exist`) && !strings.Contains(line, `trigger "sluice_capture_`) {
+					t.Errorf("psql error not about sluice's triggers: %s", line)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dest := pgtest.NewDatabase(t)
+			tc.restore(t, dest)
+			app := connect(t.Context(), t, dest)
+			for _, q := range []string{`INSERT INTO "order" VALUES (3, 'cy')`, `UPDATE "order" SET "user" = 'al' WHERE id = 1`, `TRUNCATE "order"`, `INSERT INTO "order" VALUES (4, 'di')`} {
+				if _, err := app.Exec(t.Context(), q); err != nil {
+					t.Fatalf("application on the restored copy: %s: %v", q, err)
+				}
+			}
+			var triggers int
+			var schema bool
+			if err := app.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = '"order"'::regclass),
+				EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'sluice')`).Scan(&triggers, &schema); err != nil {
+				t.Fatal(err)
+			}
+			if triggers != 0 || schema {
+				t.Fatalf("restored copy: %d triggers, schema sluice %v; want an untracked table", triggers, schema)
+			}
+			// Tracking the copy again: enable, create a stream, and the
+			// application's next changes are read.
+			b2, err := Open(t.Context(), dest, b.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b2.Close()
+			track(t, b2, "order")
+			mkStream(t, b2, "order_s", "order", "STANDARD", false)
+			if _, err := app.Exec(t.Context(), `INSERT INTO "order" VALUES (5, 'ed'); DELETE FROM "order" WHERE id = 4`); err != nil {
+				t.Fatal(err)
+			}
+			_, got := read(t, b2, "order_s", true)
+			check(t, "changes of the re-tracked copy", sorted(got), []string{"DELETE 4 di", "INSERT 5 ed"})
+		})
+	}
+}
