@@ -112,7 +112,12 @@
 // once. The system identifier (pg_control_system(), readable without
 // superuser) is checked on every read: an offset from another cluster, or
 // one ahead of this cluster's xid counter (a restore to an earlier point),
-// is refused with ErrClusterMismatch. A read from an offset behind the
+// is refused with ErrClusterMismatch. A log restored from another cluster
+// or a cluster restored to an earlier point can hold rows of transaction
+// ids the cluster has not assigned yet, which would be read as new once
+// its counter passed them: every read refuses a log with a visible row at
+// or above its snapshot's xmax (ErrRestoredLog), and enabling tracking
+// again deletes such rows (epoch.go). A read from an offset behind the
 // stream's own offset (Covers) is refused with ErrPurged.
 //
 // __commit_version is (batch << 32) + an offset of the change's last log

@@ -60,6 +60,10 @@ var (
 	// get its lock on the table within Backend.LockWait (LockTimeoutError
 	// names the sessions holding it).
 	ErrLockTimeout = errors.New("lock on the table not available")
+	// ErrRestoredLog is a change log holding rows of transactions this
+	// cluster has not run (restored from another cluster, or the cluster
+	// restored to an earlier point; epoch.go).
+	ErrRestoredLog = errors.New("change log holds rows from another cluster or a later point")
 	// ErrBadConn is a connection URL sluice cannot read unambiguously (a
 	// password with a character that must be percent-encoded).
 	ErrBadConn = errors.New("unreadable connection URL")

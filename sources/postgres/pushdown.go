@@ -186,7 +186,9 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 		src("one transaction for read, write and offset; its snapshot is the read point", "BEGIN ISOLATION LEVEL REPEATABLE READ"),
 		src("hold the change log before the snapshot, so a purge's TRUNCATE never runs under this read", lockLogSQL(s.Table)),
 		src("fix the read point and check the cluster", "SELECT pg_current_snapshot()::text, (SELECT system_identifier::text FROM pg_control_system())"),
-		src("start from the job's checkpoint (same stream ID) or the stream's offset", `SELECT position, id FROM sluice.streams WHERE name = $1`),
+		src("refuse a log restored from another cluster or a later point: rows of transaction ids not assigned yet (epoch.go)",
+			fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM %s WHERE __txid >= $1::text::xid8 LIMIT 1000) f  -- $1: the snapshot's xmax", tr.LogRef())),
+		src("start from the job's checkpoint (same stream ID; another stream ID fails, see runner.Start) or the stream's offset", `SELECT position, id FROM sluice.streams WHERE name = $1`),
 	}
 	read := src("read the stream's changes after the offset, up to the read point"+pd.omitNote(), readQuery(tr, s, fp, to, false, pd.after))
 	pd.steps = append(pd.steps,

@@ -61,6 +61,9 @@ func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.Stream
 		return nil, nil, Position{}, deferredKeyError(t.Table)
 	}
 	now := Position{System: sys, Snap: snap}
+	if err := checkFutureRows(ctx, tx, t, now.Xmax()); err != nil {
+		return nil, nil, Position{}, b.wrap(err, "read table stream %s", s.Name)
+	}
 	fp, has, err := OffsetPosition(from)
 	if err != nil {
 		return nil, nil, Position{}, fmt.Errorf("stream %s: %w", s.Name, err)

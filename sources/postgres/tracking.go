@@ -298,6 +298,13 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 			if err := migrateExtra(ctx, tx, t); err != nil {
 				return err
 			}
+			n, err := dropFutureRows(ctx, tx, t)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				b.log.Warn("deleted change-log rows of transactions this cluster has not run (a log restored from elsewhere)", "table", table, "rows", n)
+			}
 		}
 		if tracked && !slices.Equal(old.PairedKey, t.PairedKey) {
 			if err := checkPendingKeys(ctx, tx, t); err != nil {

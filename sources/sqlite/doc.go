@@ -128,6 +128,12 @@
 // of their first change after c, by rowid) with version c, then every
 // insert after c. Consuming moves the offset to a plain "<seq>".
 //
+// A read from an offset past the last seq ever assigned (a checkpoint in
+// another file, taken before the database was replaced by an earlier copy
+// of itself) is refused with ErrRestored instead of skipping the changes
+// the restored log numbers again up to it. A restored copy whose log has
+// numbered past that offset since is not detected.
+//
 // Advance is a compare-and-set of the offset (and of the stream's id) in a
 // BEGIN IMMEDIATE transaction, which then purges the log rows every stream
 // on the table has consumed (seq <= the smallest offset; all rows when the

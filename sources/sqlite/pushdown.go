@@ -196,6 +196,9 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner
 		return runner.Stats{}, from, from, err
 	}
 	to := position{seq: seq}.offset()
+	if fp, err := parseOffset(from); err == nil && fp.seq > seq {
+		return runner.Stats{}, from, from, futureOffsetError(info, from, seq)
+	}
 	if err := checkAppendAbsent(ctx, conn, info, from, to); err != nil {
 		return runner.Stats{}, from, from, err
 	}

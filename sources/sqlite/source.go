@@ -168,7 +168,7 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 		return nil, err
 	}
 	if f.seq > to {
-		return nil, fmt.Errorf("%w: offset %s is after the last change %d", cdc.ErrBadOffset, from, to)
+		return nil, futureOffsetError(s, from, to)
 	}
 	if st, err := parseOffset(s.Offset); err == nil && (f.seq < st.seq || f.initial && !st.initial) {
 		return nil, fmt.Errorf("%w: reading stream %s from %s, behind its offset %s: another job consumed the changes in between and the change log may no longer hold them (use one stream per job)", ErrBehindOffset, s.Name, from, s.Offset)
@@ -313,4 +313,15 @@ func (b *Backend) advance(ctx context.Context, tx sqlitex.Querier, s *runner.Str
 	}
 	b.log.DebugContext(ctx, "stream advanced", "stream", s.Name, "from", from.String(), "to", to.String(), "purged", n)
 	return nil
+}
+
+// futureOffsetError is a read from an offset past the last change this
+// database's log ever numbered (sqlite_sequence, which purging never moves
+// back): the offset was taken on a later state of the file, which was then
+// replaced by an earlier copy (a restored backup). Reading from it would
+// skip the changes numbered again up to it, so the read refuses. It wraps
+// cdc.ErrBadOffset and ErrRestored.
+func futureOffsetError(s *runner.StreamInfo, from cdc.Offset, last int64) error {
+	return fmt.Errorf("%w: %w: reading stream %s from %s, but the change log of %s has numbered only %d changes: the database was replaced by an earlier copy (a restored backup) after that offset was taken; nothing was read. To go on: run sluice backfill on the stream's jobs (the target may hold rows the restored database lacks: drop it first for an exact copy)",
+		ErrRestored, cdc.ErrBadOffset, s.Name, from, s.Table, last)
 }

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -210,5 +211,49 @@ func TestRunReplacedStream(t *testing.T) {
 				t.Errorf("run with nothing new read %q, want 0", got.read)
 			}
 		})
+	}
+}
+
+// TestRunRestoredSQLiteSource: a SQLite source file replaced by an earlier
+// copy of itself (the application restores a backup) while the job's sink,
+// in another file, keeps a checkpoint taken on the later state. The run
+// refuses, saying what happened, instead of reading from a position the
+// restored log numbers again (which would skip the application's new
+// changes); the target keeps what it had.
+func TestRunRestoredSQLiteSource(t *testing.T) {
+	d := newDB(t)
+	path := filepath.Join(d.dir, "x.db")
+	backup := filepath.Join(d.dir, "backup.db")
+	app := sqliteApp(path)
+	sink := "sqlite:" + filepath.Join(d.dir, "sink.db")
+	mustSluice(t, "sql", "--conn", d.conn, "CREATE TABLE items (id INT, v STRING, PRIMARY KEY (id)); "+
+		"ALTER TABLE items SET PROPERTIES ('change_tracking' = 'true'); "+
+		"CREATE TABLE STREAM items_s ON TABLE items WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')")
+	job := writeFile(t, d.dir, "items_copy.yaml", "name: items_copy\nsource: items_s\nselect: [id, v]\nsink:\n  table: items_copy\n  mode: merge\n  keys: [id]\n  connection: "+sink+"\n")
+	app.exec(t, "INSERT INTO items VALUES (1, 'a')")
+	app.exec(t, "VACUUM INTO '"+backup+"'")
+	app.exec(t, "INSERT INTO items VALUES (2, 'b'), (3, 'c')")
+	mustSluice(t, "run", "--conn", d.conn, job)
+
+	// The restore: the backup replaces the file; the application writes on.
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app.exec(t, "INSERT INTO items VALUES (4, 'd')")
+	r := sluice(t, "run", "--conn", d.conn, job)
+	if r.code != 1 || !strings.Contains(r.stderr, "replaced by an earlier copy (a restored backup)") || !strings.Contains(r.stderr, "sluice backfill") {
+		t.Fatalf("run after the restore: want exit 1 naming the restore and sluice backfill\n%v", r)
+	}
+	if got, want := sqliteApp(filepath.Join(d.dir, "sink.db")).rows(t, "SELECT CAST(id AS TEXT), v FROM items_copy ORDER BY id"), []string{"1 a", "2 b", "3 c"}; !slices.Equal(got, want) {
+		t.Errorf("target after the refused run = %q, want %q", got, want)
 	}
 }
