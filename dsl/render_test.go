@@ -55,6 +55,9 @@ func renderJob(j *plan.Job) string {
 			w("  on_delete %s %s", s.OnDelete, at(s.OnDeletePos))
 		}
 	}
+	if s.OnSchemaChange != "" {
+		w("  on_schema_change %s %s", s.OnSchemaChange, at(s.OnSchemaChangePos))
+	}
 	if len(s.Columns) > 0 {
 		w("  columns %s", strings.Join(s.Columns, ","))
 	}

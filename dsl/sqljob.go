@@ -9,11 +9,12 @@ import (
 )
 
 // metaKeys are the metadata keys of a SQL job file's leading comment block.
-var metaKeys = []string{"name", "connection", "sink_connection", "schedule", "timezone", "history_keys"}
+var metaKeys = []string{"name", "connection", "sink_connection", "schedule", "timezone", "history_keys", "on_schema_change"}
 
 // ParseSQL parses a SQL job file: an optional leading comment block whose
 // "key: value" lines set metadata (name, connection, sink_connection,
-// schedule, timezone, history_keys; other comment text is ignored), setup
+// schedule, timezone, history_keys, on_schema_change (an INSERT INTO t
+// SELECT * job only); other comment text is ignored), setup
 // statements,
 // and exactly one consuming statement, which must be the last:
 //
@@ -102,6 +103,16 @@ func parseSQL(file string, src []byte) (*plan.Job, error) {
 	}
 	if m, ok := meta["history_keys"]; ok {
 		historyKeys(job, m, &errs)
+	}
+	if m, ok := meta["on_schema_change"]; ok {
+		job.Sink.OnSchemaChangePos = m.pos
+		if d, ok := parseSchemaPolicy(m.value); !ok {
+			errs = append(errs, errAt(m.pos, ErrBadValue, "unknown on_schema_change %q (known: evolve, fail, ignore)", m.value))
+		} else if len(job.Select) > 0 || len(job.Sink.Columns) > 0 || job.Sink.Merge != nil {
+			errs = append(errs, errAt(m.pos, ErrBadValue, "%s", schemaPolicySelect))
+		} else {
+			job.Sink.OnSchemaChange = d
+		}
 	}
 	return job, errs.Err()
 }

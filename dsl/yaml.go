@@ -16,7 +16,7 @@ import (
 var (
 	jobKeys    = []string{"name", "connection", "source", "filter", "select", "sink", "schedule", "timezone"}
 	sourceKeys = []string{"stream", "columns"}
-	sinkKeys   = []string{"table", "stdout", "format", "mode", "keys", "on_delete", "connection"}
+	sinkKeys   = []string{"table", "stdout", "format", "mode", "keys", "on_delete", "on_schema_change", "connection"}
 )
 
 // ParseYAML parses a YAML job file (see the package documentation for the
@@ -66,6 +66,9 @@ func parseYAML(file string, src []byte) (job *plan.Job, err error) {
 		body = d.Body
 	}
 	y.job(job, body)
+	if job.Sink.OnSchemaChange != "" && len(job.Select) > 0 {
+		y.add(job.Sink.OnSchemaChangePos, ErrBadValue, "%s", schemaPolicySelect)
+	}
 	return job, y.errs.Err()
 }
 

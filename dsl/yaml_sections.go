@@ -150,6 +150,15 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 					y.add(sp.valPos, ErrBadValue, "unknown on_delete %q (known: delete, soft, ignore)", v)
 				}
 			}
+		case "on_schema_change":
+			if v, ok := y.str(sp, "on_schema_change"); ok {
+				s.OnSchemaChangePos = sp.valPos
+				if d, ok := parseSchemaPolicy(v); ok {
+					s.OnSchemaChange = d
+				} else {
+					y.add(sp.valPos, ErrBadValue, "unknown on_schema_change %q (known: evolve, fail, ignore)", v)
+				}
+			}
 		case "connection":
 			if v, ok := y.str(sp, "sink connection"); ok {
 				s.Conn, s.ConnPos = v, sp.valPos
@@ -167,6 +176,9 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 	}
 	if f, ok := have["format"]; ok && !s.Stdout {
 		y.add(f.keyPos, ErrBadValue, "format applies only to stdout: true")
+	}
+	if c, ok := have["on_schema_change"]; ok && s.Stdout {
+		y.add(c.keyPos, ErrBadValue, "on_schema_change applies to a target table, not to stdout: true")
 	}
 	if c, ok := have["connection"]; ok && s.Stdout {
 		y.add(c.keyPos, ErrBadValue, "connection does not apply to stdout: true")
@@ -189,6 +201,21 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 	if d, ok := have["on_delete"]; ok && s.Mode != plan.ModeMerge {
 		y.add(d.keyPos, ErrBadValue, "on_delete applies only to mode merge (the mode is %s)", s.Mode)
 	}
+}
+
+// schemaPolicySelect is the error of on_schema_change on a job that names
+// its columns.
+const schemaPolicySelect = "on_schema_change applies to a job that projects every column of its source table (no select:, or SELECT *); a job that names its columns writes just those"
+
+// parseSchemaPolicy parses an on_schema_change choice (case-insensitive).
+func parseSchemaPolicy(s string) (plan.SchemaPolicy, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	for _, d := range plan.SchemaPolicies {
+		if string(d) == s {
+			return d, true
+		}
+	}
+	return "", false
 }
 
 // parseOnDelete parses an on_delete choice (case-insensitive).

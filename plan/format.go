@@ -83,6 +83,9 @@ func Format(w io.Writer, p *Plan) error {
 	case p.Sink.Mode == ModeMerge && p.Sink.OnDelete == OnDeleteIgnore:
 		b.WriteString("             on delete: ignore — a DELETE leaves the target row as it was\n")
 	}
+	if line := p.Sink.schemaPolicyLine(p.Job); line != "" {
+		b.WriteString("             " + line + "\n")
+	}
 	if p.Pushdown {
 		b.WriteString("execution: pushed down — one transaction in the database; rows never leave it\n")
 	} else {
@@ -112,3 +115,32 @@ func columnList(cols []cdc.Column) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// schemaPolicyLine describes the sink's on_schema_change when the job sets
+// it or this run changes the target ("" otherwise, so that plans of jobs
+// that never meet a schema change read as before).
+func (st *SinkStage) schemaPolicyLine(job *Job) string {
+	set := job != nil && job.Sink.OnSchemaChange != ""
+	if !set && len(st.Evolve) == 0 {
+		return ""
+	}
+	var line string
+	switch st.OnSchemaChange {
+	case SchemaEvolve:
+		line = fmt.Sprintf("on schema change: evolve — a column the source table gains is added to %s, a widened type widens its column; a column it loses stays in %s, and later rows leave it out", st.Table, st.Table)
+	case SchemaFail:
+		line = fmt.Sprintf("on schema change: fail — a run stops before writing when the source table's columns differ from %s's", st.Table)
+	case SchemaIgnore:
+		line = fmt.Sprintf("on schema change: ignore — only the columns %s has are written; it is never altered", st.Table)
+	default:
+		return ""
+	}
+	if len(st.Evolve) > 0 {
+		parts := make([]string, len(st.Evolve))
+		for i, c := range st.Evolve {
+			parts[i] = c.String()
+		}
+		line += "; this run: " + strings.Join(parts, "; ")
+	}
+	return line
+}

@@ -37,6 +37,29 @@ const (
 // OnDeletes lists the valid on_delete choices in documentation order.
 var OnDeletes = []OnDelete{OnDeleteDelete, OnDeleteSoft, OnDeleteIgnore}
 
+// SchemaPolicy is what a job does when its source table's columns no
+// longer match its target's (sink.on_schema_change); README "Schema
+// changes" states the outcome of each DDL under each policy.
+type SchemaPolicy string
+
+// The on_schema_change choices.
+const (
+	// SchemaEvolve (the default) follows the source: a column the source
+	// gained is added to the target, a widened type widens the target's
+	// column; a column the source lost stays in the target and later rows
+	// leave it out.
+	SchemaEvolve SchemaPolicy = "evolve"
+	// SchemaFail stops the run before it writes, naming the columns, with
+	// the offset unmoved.
+	SchemaFail SchemaPolicy = "fail"
+	// SchemaIgnore writes the columns the target has and leaves out the
+	// others; the target is never altered.
+	SchemaIgnore SchemaPolicy = "ignore"
+)
+
+// SchemaPolicies lists the on_schema_change choices in documentation order.
+var SchemaPolicies = []SchemaPolicy{SchemaEvolve, SchemaFail, SchemaIgnore}
+
 // The columns sluice adds to a target: a history sink's validity interval
 // (the __commit_timestamp of the change that made the version, and of the
 // one that replaced or deleted it, NULL while current) and a soft-delete
@@ -119,6 +142,9 @@ type Sink struct {
 	// OnDelete is what mode merge does with a DELETE; "" means delete.
 	OnDelete    OnDelete
 	OnDeletePos pos.Pos
+	// OnSchemaChange is the job's schema-change policy; "" means evolve.
+	OnSchemaChange    SchemaPolicy
+	OnSchemaChangePos pos.Pos
 	// Conn is the sink's own connection; "" means the job's.
 	Conn    string
 	ConnPos pos.Pos

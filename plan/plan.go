@@ -98,12 +98,59 @@ type SinkStage struct {
 	// sink then applies the changes without collapsing them to the last
 	// change per key. Set by the runner's planning, for mode merge only.
 	OneChangePerKey bool
+	// OnSchemaChange is the job's schema-change policy (SchemaEvolve when
+	// the job leaves it out); "" for a stdout sink.
+	OnSchemaChange SchemaPolicy
+	// Evolve lists what a run changes in the existing target before it
+	// writes, in the sink transaction, under on_schema_change evolve:
+	// columns the source table gained, columns whose type it widened. Set
+	// by the runner's planning; the sinks compile it to ALTER TABLE.
+	Evolve []ColumnChange
 	// PartialRows tells that the source may deliver partial rows (changes
 	// carrying only some columns: Tablestore's UpdateRow, DESIGN.md). A
 	// merge sink then compiles, and `sluice plan` lists, the statements
 	// that set only the carried columns; without it a sink refuses a
 	// partial row. Set by the runner's planning (runner.PartialRowSource).
 	PartialRows bool
+}
+
+// ColumnChange is one change of an existing target's columns that a run
+// makes under on_schema_change evolve.
+type ColumnChange struct {
+	Column string   // the column's name (the source's)
+	Type   cdc.Type // its type after the change (the projected type)
+	// Widen is false for a new column, true for a column whose type From
+	// is widened to Type (cdc.Widens).
+	Widen bool
+	From  cdc.Type
+}
+
+// String describes the change in words, for plans and errors.
+func (c ColumnChange) String() string {
+	if c.Widen {
+		return "widen column " + c.Column + " from " + c.From.String() + " to " + c.Type.String()
+	}
+	return "add column " + c.Column + " " + c.Type.String()
+}
+
+// EvolvedTarget returns the existing target's schema target as it is
+// after the run's changes st.Evolve (a copy when there are any): each
+// widened column with its new type, each new column at the end. Pushdowns
+// compile their SQL against it.
+func (st *SinkStage) EvolvedTarget(target cdc.Schema) cdc.Schema {
+	if len(st.Evolve) == 0 {
+		return target
+	}
+	out := target
+	out.Columns = slices.Clone(target.Columns)
+	for _, c := range st.Evolve {
+		if i := out.Index(c.Column); i >= 0 {
+			out.Columns[i].Type = c.Type
+		} else {
+			out.Columns = append(out.Columns, cdc.Column{Name: c.Column, Type: c.Type})
+		}
+	}
+	return out
 }
 
 // NeedsCommitTime reports whether what the sink writes depends on each

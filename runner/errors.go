@@ -24,6 +24,10 @@ var (
 	// columns clash with the projection (mode history from an APPEND_ONLY
 	// stream, a projected __valid_from).
 	ErrSinkMode = errors.New("sink mode does not fit the job")
+	// ErrSchemaChanged: the source table's columns no longer match the
+	// target's and the job's on_schema_change is fail; nothing was
+	// written and the offset did not move.
+	ErrSchemaChanged = errors.New("the source table's columns changed")
 	// ErrPushdownValue wraps the failure of a pushed-down run caused by a
 	// row's value (a value that does not fit a target column, a broken
 	// constraint): the database names neither the row nor the column, so

@@ -214,6 +214,38 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 		return pos.Errorf(job.Sink.ConnPos, "%w: %s", ErrNotSink, b.Scheme())
 	}
 	prep.sink = sink
+	mode := job.Sink.Mode
+	if mode == "" {
+		mode = plan.ModeAppend
+	}
+	var target cdc.Schema
+	var exists bool
+	var policy plan.SchemaPolicy
+	var evolve []plan.ColumnChange
+	if !job.Sink.Stdout {
+		if target, exists, err = sink.Target(ctx, job.Sink.Table); err != nil {
+			return pos.Errorf(job.Sink.TablePos, "%w", err)
+		}
+		policy = job.Sink.OnSchemaChange
+		if policy == "" {
+			policy = plan.SchemaEvolve
+		}
+		writes := mode != plan.ModeIgnore && mode != plan.ModeErrorIfExists
+		if exists && writes && projectsAll(job) {
+			onDelete := job.Sink.OnDelete
+			if mode == plan.ModeMerge && onDelete == "" {
+				onDelete = plan.OnDeleteDelete
+			}
+			modeCols := (&plan.SinkStage{Mode: mode, OnDelete: onDelete}).AddedColumns()
+			var left []string
+			if evolve, left, err = applySchemaPolicy(prep, policy, target, modeCols); err != nil {
+				return err
+			}
+			if len(left) > 0 {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("on_schema_change ignore: column(s) %s of %s are not written (%s has no such column)", strings.Join(left, ", "), p.Source.Table, job.Sink.Table))
+			}
+		}
+	}
 	cols := make([]cdc.Column, len(p.Project))
 	for i, it := range p.Project {
 		cols[i] = cdc.Column{Name: it.Name, Type: it.Type}
@@ -236,13 +268,10 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	mode := job.Sink.Mode
-	if mode == "" {
-		mode = plan.ModeAppend
-	}
 	st := plan.SinkStage{
 		Conn: b.Redacted(), Backend: b.Scheme(), Table: job.Sink.Table, Mode: mode,
 		Keys: job.Sink.Keys, Schema: projected, Merge: job.Sink.Merge,
+		OnSchemaChange: policy, Evolve: evolve,
 	}
 	if ps, ok := prep.source.(PartialRowSource); ok && ps.PartialRows(prep.stream) {
 		st.PartialRows = true
@@ -256,12 +285,9 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 		}
 	}
 	if !job.Sink.Stdout {
-		target, exists, err := sink.Target(ctx, job.Sink.Table)
-		if err != nil {
-			return pos.Errorf(job.Sink.TablePos, "%w", err)
-		}
 		st.TableExists = exists
 		if exists && st.Merge == nil {
+			target = st.EvolvedTarget(target)
 			p.Warnings = append(p.Warnings, narrowing(projected, target)...)
 			if w := targetKeyWarning(st, target); w != "" {
 				p.Warnings = append(p.Warnings, w)

@@ -113,6 +113,7 @@ func (p *Plan) Stage() *plan.SinkStage { return p.st }
 type compiled struct {
 	table   string
 	create  string     // CREATE TABLE of a missing target, "" when it exists
+	evolve  string     // ALTER TABLE of an existing target under on_schema_change evolve, "" for none
 	index   string     // CREATE INDEX of a missing target, "" for none (createTarget)
 	meta    []string   // the change-relation columns staged before the projected ones
 	target  *Table     // the target (synthesized when missing)
@@ -151,6 +152,7 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 			t.Columns = append(t.Columns, Column{Column: col, PGType: pgt, Native: native})
 		}
 	} else if st.Merge == nil {
+		c.evolve, t = evolve(st.Table, t, st.Evolve)
 		if err := checkAdded(t, st); err != nil {
 			return nil, err
 		}
@@ -378,6 +380,9 @@ func (c *compiled) attachSteps(st *plan.SinkStage, exists, stage bool) []plan.St
 			out = append(out, sk("index its keys and __valid_to (finds a key's current version)", c.index))
 		}
 	}
+	if c.evolve != "" {
+		out = append(out, sk(fmt.Sprintf("follow the source's columns (on_schema_change evolve): %s", describeEvolve(st.Evolve)), c.evolve))
+	}
 	switch st.Mode {
 	case plan.ModeOverwrite:
 		out = append(out, sk("remove the target's rows (mode overwrite)", "DELETE FROM "+Quote(st.Table)))
@@ -392,6 +397,10 @@ func (c *compiled) attachSteps(st *plan.SinkStage, exists, stage bool) []plan.St
 	}
 	if stage && c.stage != "" {
 		out = append(out, sk("drop a leftover staging table", "DROP TABLE IF EXISTS pg_temp."+StageTable), sk("create the staging table", c.stage))
+	}
+	if stage {
+		out = append(out, sk(fmt.Sprintf("note the shape of the table COPY writes (%s) in the session; a shape other than its last COPY's deallocates the connection's cached statements (DEALLOCATE ALL)", c.copyShape()),
+			`SELECT coalesce(current_setting('`+copyShapeSetting+`', true), '') NOT IN ('', $1), set_config('`+copyShapeSetting+`', $1, false) IS NOT NULL`))
 	}
 	return out
 }

@@ -112,6 +112,9 @@ func (p *Plan) attach(ctx context.Context, tx pgx.Tx, job string, owned bool) (*
 	if c.index != "" {
 		setup = append(setup, c.index)
 	}
+	if c.evolve != "" {
+		setup = append(setup, c.evolve)
+	}
 	if exists && st.Mode == plan.ModeOverwrite {
 		setup = append(setup, "DELETE FROM "+Quote(st.Table))
 	}
@@ -121,6 +124,11 @@ func (p *Plan) attach(ctx context.Context, tx pgx.Tx, job string, owned bool) (*
 	for _, q := range setup {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return nil, fmt.Errorf("postgres sink: %s: %w", firstWords(q), err)
+		}
+	}
+	if owned {
+		if err := forgetStaleCopy(ctx, tx, c); err != nil {
+			return nil, err
 		}
 	}
 	return x, nil

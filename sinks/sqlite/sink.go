@@ -85,6 +85,7 @@ func (p *Plan) Steps() []plan.Step { return p.steps }
 type compiled struct {
 	table    string
 	create   string     // CREATE TABLE of a missing target, "" when it exists
+	evolve   []string   // the ALTER TABLEs of an existing target under on_schema_change evolve (evolve)
 	index    string     // CREATE INDEX of a missing target, "" for none (createTarget)
 	meta     int        // the change-relation columns staged before the projected ones (4, or 5 with changerel.TS)
 	types    []cdc.Type // the target type of each projected column
@@ -113,8 +114,11 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 		}
 		c.create, c.index = createTarget(st)
 		target = cdc.Schema{Columns: st.WithAdded().Columns, Key: keys}
-	} else if err := checkAdded(st.Table, target, st); err != nil {
-		return nil, err
+	} else {
+		c.evolve, target = evolve(st.Table, target, st.Evolve)
+		if err := checkAdded(st.Table, target, st); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case st.Merge != nil:
@@ -237,6 +241,9 @@ func (c *compiled) attachSteps(st *plan.SinkStage, exists bool) []plan.Step {
 		if c.index != "" {
 			out = append(out, sinkStep("index its keys and __valid_to (finds a key's current version)", c.index))
 		}
+	}
+	for _, q := range c.evolve {
+		out = append(out, sinkStep(fmt.Sprintf("follow the source's columns (on_schema_change evolve): %s", describeEvolve(st.Evolve)), q))
 	}
 	switch st.Mode {
 	case plan.ModeOverwrite:

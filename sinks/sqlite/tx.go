@@ -106,6 +106,17 @@ func (p *Plan) attach(ctx context.Context, conn Querier, job string) (*Tx, error
 	if err != nil {
 		return nil, err
 	}
+	for _, q := range c.evolve {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return nil, evolveError(st.Table, q, err)
+		}
+	}
+	if len(c.evolve) > 0 {
+		// The target as the statements left it (a widened column moved).
+		if target, _, err = readTarget(ctx, conn, st.Table); err != nil {
+			return nil, err
+		}
+	}
 	if !exists {
 		target = cdc.Schema{Columns: st.WithAdded().Columns}
 		if st.Mode == plan.ModeMerge {

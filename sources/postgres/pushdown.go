@@ -156,6 +156,7 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	target = pd.p.Sink.EvolvedTarget(target)
 	// A STANDARD read has one net change per primary key (an update as an
 	// UPDATE_BEFORE/UPDATE_AFTER pair): when the merge keys pass the primary
 	// key through (the planner's OneChangePerKey), the sink needs no

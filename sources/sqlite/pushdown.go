@@ -76,6 +76,7 @@ func (b *Backend) Pushdown(ctx context.Context, p *plan.Plan, s *runner.StreamIn
 	if !exists {
 		target = cdc.Schema{}
 	}
+	target = p.Sink.EvolvedTarget(target)
 	// A SQLite table stream yields full rows only.
 	apply, err := sinksqlite.CompileApplyWith(&p.Sink, target, relation, sinksqlite.ApplyOptions{FullRows: true})
 	if err != nil {

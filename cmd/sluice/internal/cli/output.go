@@ -89,12 +89,16 @@ type planJSON struct {
 		Type string `json:"type"`
 	} `json:"project"`
 	Sink struct {
-		Conn        string   `json:"connection"`
-		Backend     string   `json:"backend"`
-		Table       string   `json:"table,omitempty"`
-		Mode        string   `json:"mode"`
-		Keys        []string `json:"keys,omitempty"`
-		OnDelete    string   `json:"on_delete,omitempty"`
+		Conn     string   `json:"connection"`
+		Backend  string   `json:"backend"`
+		Table    string   `json:"table,omitempty"`
+		Mode     string   `json:"mode"`
+		Keys     []string `json:"keys,omitempty"`
+		OnDelete string   `json:"on_delete,omitempty"`
+		// OnSchemaChange: the policy (evolve, fail, ignore; "" for stdout).
+		OnSchemaChange string `json:"on_schema_change,omitempty"`
+		// Evolve: what a run changes in the existing target before writing.
+		Evolve      []string `json:"evolve,omitempty"`
 		TableExists bool     `json:"table_exists"`
 	} `json:"sink"`
 	Pushdown bool       `json:"pushdown"`
@@ -135,6 +139,10 @@ func newPlanJSON(p *plan.Plan) planJSON {
 	s := p.Sink
 	j.Sink.Conn, j.Sink.Backend, j.Sink.Table, j.Sink.Mode, j.Sink.Keys = s.Conn, s.Backend, s.Table, string(s.Mode), s.Keys
 	j.Sink.OnDelete, j.Sink.TableExists = string(s.OnDelete), s.TableExists
+	j.Sink.OnSchemaChange = string(s.OnSchemaChange)
+	for _, c := range s.Evolve {
+		j.Sink.Evolve = append(j.Sink.Evolve, c.String())
+	}
 	j.Pushdown, j.Setup, j.Warnings = p.Pushdown, p.Setup, p.Warnings
 	j.Steps = []stepJSON{}
 	for _, st := range p.Steps {

@@ -1,0 +1,306 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/internal/pgtest"
+	"github.com/sluicedata/sluice/runner"
+)
+
+// schemaPath is one source → sink path of the schema-change tests.
+type schemaPath struct {
+	name   string
+	src    string // source connection ("" = the env's SQLite)
+	dst    string // sink connection
+	prefix string // target table name prefix
+	pg     bool   // the source is PostgreSQL (ALTER COLUMN TYPE exists)
+}
+
+// target is the path's target table under policy pol.
+func (p schemaPath) target(pol string) string { return p.prefix + "_" + pol }
+
+// stream is the path's stream under policy pol.
+func (p schemaPath) stream(pol string) string { return "s_" + p.prefix + "_" + pol }
+
+// job is the job file of the path under policy pol: a merge without
+// select (every column of the source table).
+func (p schemaPath) job(pol string) string {
+	j := fmt.Sprintf("name: %s\nsource: %s\nsink: {table: %s, mode: merge, keys: [id], on_schema_change: %s", p.target(pol), p.stream(pol), p.target(pol), pol)
+	if p.dst != p.src {
+		j += ", connection: '" + p.dst + "'"
+	}
+	j += "}\n"
+	if p.src != "" {
+		j = "connection: '" + p.src + "'\n" + j
+	}
+	return j
+}
+
+// native runs statements of the database's own SQL on conn (a plain
+// client: pgx, or database/sql on the SQLite file), as an application
+// would.
+func (e *env) native(conn, q string) {
+	e.t.Helper()
+	if strings.HasPrefix(conn, "postgres") {
+		pgExec(e.t, conn, q)
+		return
+	}
+	if conn == "" {
+		conn = e.r.Conn
+	}
+	if _, err := openSQLite(e.t, conn).Exec(q); err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// columns returns table's column names and declared types ("name type")
+// as the database reports them (PostgreSQL: format_type; SQLite: PRAGMA
+// table_info), in column order.
+func (e *env) columns(conn, table string) []string {
+	e.t.Helper()
+	var out []string
+	if strings.HasPrefix(conn, "postgres") {
+		c, err := pgx.Connect(context.Background(), conn)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		defer c.Close(context.Background())
+		rows, err := c.Query(context.Background(), `SELECT attname::text || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute
+			WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, table)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if out, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			e.t.Fatal(err)
+		}
+		return out
+	}
+	if conn == "" {
+		conn = e.r.Conn
+	}
+	rows, err := openSQLite(e.t, conn).Query(fmt.Sprintf(`SELECT name || ' ' || type FROM pragma_table_info('%s') ORDER BY cid`, table))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// hasColumn reports whether columns (e.columns) has a column named name.
+func hasColumn(columns []string, name string) bool {
+	for _, c := range columns {
+		if strings.HasPrefix(c, name+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSchemaChangePolicies: ADD, RENAME and DROP COLUMN (and on
+// PostgreSQL a widening ALTER COLUMN TYPE) on a tracked source table,
+// each followed by writes from a plain client, then a run of one merge
+// job without select per policy (evolve, fail, ignore) on every path:
+// pushed down on PostgreSQL and SQLite, PostgreSQL → PostgreSQL,
+// PostgreSQL → SQLite, SQLite → PostgreSQL. The targets are created by
+// the first run. Expected values are read from the source table: under
+// evolve the target follows the source (new columns added and filled,
+// widened columns widened, a dropped column kept); fail stops before
+// writing and goes on, losing nothing, once the target is altered by
+// hand; ignore writes the columns the target has.
+func TestSchemaChangePolicies(t *testing.T) {
+	pg := pgtest.NewDatabase(t)
+	other := pgtest.NewDatabase(t)
+	e := newEnv(t)
+	liteSink := e.conn("sink.db")
+	paths := []schemaPath{
+		{name: "postgres pushdown", src: pg, dst: pg, prefix: "t_pp", pg: true},
+		{name: "postgres → postgres", src: pg, dst: other, prefix: "t_pg", pg: true},
+		{name: "postgres → sqlite", src: pg, dst: liteSink, prefix: "t_pl", pg: true},
+		{name: "sqlite pushdown", prefix: "t_lp"},
+		{name: "sqlite → postgres", dst: other, prefix: "t_lg"},
+	}
+	policies := []string{"evolve", "fail", "ignore"}
+	pgExec(t, pg, "CREATE TABLE sc (id integer PRIMARY KEY, name varchar(10), qty integer, amt numeric(10,2))")
+	e.sql("", "CREATE TABLE sc (id INT, name VARCHAR(10), qty INT, amt DECIMAL(10,2), PRIMARY KEY (id))")
+	e.sql(liteSink, "CREATE TABLE IF NOT EXISTS sluice_probe (x INT)")
+	for _, c := range []string{pg, ""} {
+		e.sql(c, "ALTER TABLE sc SET PROPERTIES ('change_tracking' = 'true')")
+	}
+	for _, p := range paths {
+		for _, pol := range policies {
+			e.sql(p.src, fmt.Sprintf("CREATE TABLE STREAM %s ON TABLE sc WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')", p.stream(pol)))
+		}
+	}
+	// both runs statements on both sources, as a plain client.
+	both := func(q string) {
+		t.Helper()
+		e.native(pg, q)
+		e.native("", q)
+	}
+	// retrack enables tracking again on PostgreSQL, which the read of
+	// rows captured after a change of the columns needs.
+	retrack := func() {
+		t.Helper()
+		e.sql(pg, "ALTER TABLE sc SET PROPERTIES ('change_tracking' = 'true')")
+	}
+	// run runs the job of p under pol; want "" for success, else a text
+	// the error must hold.
+	run := func(step string, p schemaPath, pol, want string) {
+		t.Helper()
+		_, err := e.run(e.job(p.target(pol)+".yaml", p.job(pol)))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s, %s, %s: %v", step, p.name, pol, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s, %s, %s: error %v, want one with %q", step, p.name, pol, err, want)
+		case want != "" && pol == "fail" && !errors.Is(err, runner.ErrSchemaChanged):
+			t.Errorf("%s, %s, %s: error %v does not wrap ErrSchemaChanged", step, p.name, pol, err)
+		}
+	}
+	// same compares cols of the rows where (a condition, or "") of the
+	// target of p under pol with the source's.
+	same := func(step string, p schemaPath, pol, cols, where string) {
+		t.Helper()
+		if where != "" {
+			where = " WHERE " + where
+		}
+		want := e.sql(p.src, "SELECT "+cols+" FROM sc"+where+" ORDER BY id")
+		got := e.sql(p.dst, "SELECT "+cols+" FROM "+p.target(pol)+where+" ORDER BY id")
+		if !equalRows(got, want) {
+			t.Errorf("%s, %s, %s: target (%s) %v, want the source's %v", step, p.name, pol, cols, got, want)
+		}
+	}
+	// value checks one cell of the target of p under pol.
+	value := func(step string, p schemaPath, pol, col string, id int, want string) {
+		t.Helper()
+		got := e.sql(p.dst, fmt.Sprintf("SELECT %s FROM %s WHERE id = %d", col, p.target(pol), id))
+		if len(got) != 1 || got[0][0] != want {
+			t.Errorf("%s, %s, %s: %s of key %d is %v, want %s", step, p.name, pol, col, id, got, want)
+		}
+	}
+	alterTarget := func(p schemaPath, pol, q string) {
+		t.Helper()
+		e.native(p.dst, fmt.Sprintf(q, p.target(pol)))
+	}
+
+	both("INSERT INTO sc VALUES (1, 'a', 1, 1.50), (2, 'b', 2, 2.50), (3, 'c', 3, 3.50)")
+	for _, p := range paths {
+		for _, pol := range policies {
+			run("initial", p, pol, "")
+			same("initial", p, pol, "id, name, qty, amt", "")
+		}
+	}
+
+	// ADD COLUMN, then writes that give it values.
+	both("ALTER TABLE sc ADD COLUMN note TEXT")
+	both("INSERT INTO sc VALUES (4, 'd', 4, 4.50, 'n4')")
+	both("UPDATE sc SET note = 'n1' WHERE id = 1")
+	retrack()
+	for _, p := range paths {
+		run("add", p, "evolve", "")
+		same("add", p, "evolve", "id, name, qty, amt, note", "")
+		run("add", p, "fail", "column note (STRING) is new in sc")
+		if got := e.sql(p.dst, "SELECT count(*) FROM "+p.target("fail")); !equalRows(got, [][]string{{"3"}}) || hasColumn(e.columns(p.dst, p.target("fail")), "note") {
+			t.Errorf("add, %s, fail: the failed run wrote: %v rows, columns %v", p.name, got, e.columns(p.dst, p.target("fail")))
+		}
+		alterTarget(p, "fail", "ALTER TABLE %s ADD COLUMN note TEXT")
+		run("add, target altered", p, "fail", "")
+		same("add, target altered", p, "fail", "id, name, qty, amt, note", "")
+		run("add", p, "ignore", "")
+		same("add", p, "ignore", "id, name, qty, amt", "")
+		if hasColumn(e.columns(p.dst, p.target("ignore")), "note") {
+			t.Errorf("add, %s, ignore: the target gained note", p.name)
+		}
+	}
+
+	// RENAME COLUMN: a new column under evolve, the old one kept.
+	both("ALTER TABLE sc RENAME COLUMN name TO title")
+	both("INSERT INTO sc VALUES (5, 'e', 5, 5.50, 'n5')")
+	both("UPDATE sc SET title = 'A' WHERE id = 1")
+	retrack()
+	for _, p := range paths {
+		run("rename", p, "evolve", "")
+		same("rename", p, "evolve", "id, title, qty, amt, note", "id IN (1, 5)")
+		same("rename", p, "evolve", "id, qty, amt, note", "")
+		value("rename", p, "evolve", "name", 1, "a") // the old column keeps the value it had
+		value("rename", p, "evolve", "name", 5, "NULL")
+		value("rename", p, "evolve", "title", 2, "NULL") // not changed since the rename
+		run("rename", p, "fail", "column name of "+p.target("fail")+" is not in sc")
+		alterTarget(p, "fail", "ALTER TABLE %s RENAME COLUMN name TO title")
+		run("rename, target altered", p, "fail", "")
+		same("rename, target altered", p, "fail", "id, title, qty, amt, note", "")
+		run("rename", p, "ignore", "")
+		same("rename", p, "ignore", "id, qty, amt", "")
+		value("rename", p, "ignore", "name", 1, "a")
+	}
+
+	// DROP COLUMN: the target keeps it.
+	both("ALTER TABLE sc DROP COLUMN note")
+	both("INSERT INTO sc VALUES (6, 'f', 6, 6.50)")
+	both("UPDATE sc SET qty = 10 WHERE id = 1")
+	retrack()
+	for _, p := range paths {
+		run("drop", p, "evolve", "")
+		same("drop", p, "evolve", "id, qty, amt", "")
+		same("drop", p, "evolve", "id, title", "id IN (1, 5, 6)")
+		value("drop", p, "evolve", "note", 1, "n1") // an updated row keeps the dropped column's value
+		value("drop", p, "evolve", "note", 6, "NULL")
+		run("drop", p, "fail", "column note of "+p.target("fail")+" is not in sc")
+		alterTarget(p, "fail", "ALTER TABLE %s DROP COLUMN note")
+		run("drop, target altered", p, "fail", "")
+		same("drop, target altered", p, "fail", "id, title, qty, amt", "")
+		run("drop", p, "ignore", "")
+		same("drop", p, "ignore", "id, qty, amt", "")
+	}
+
+	// A widening ALTER COLUMN TYPE (PostgreSQL sources).
+	pgExec(t, pg, "ALTER TABLE sc ALTER COLUMN qty TYPE bigint, ALTER COLUMN title TYPE varchar(20), ALTER COLUMN amt TYPE numeric(14,2)")
+	pgExec(t, pg, "UPDATE sc SET qty = 5000000000, title = 'a-much-longer-title', amt = 123456789012.34 WHERE id = 2")
+	retrack()
+	for _, p := range paths {
+		if !p.pg {
+			continue
+		}
+		run("widen", p, "evolve", "")
+		same("widen", p, "evolve", "id, title, qty, amt", "id = 2")
+		// (id > 0: a query text the backend's pool has not cached with
+		// the types before the ALTER.)
+		same("widen", p, "evolve", "id, qty, amt", "id > 0")
+		cols := e.columns(p.dst, p.target("evolve"))
+		want := []string{"qty bigint", "amt numeric(14,2)", "title character varying(20)"}
+		if strings.HasPrefix(p.dst, "sqlite") {
+			want = []string{"qty BIGINT", "amt DECIMAL_TEXT(14,2)", "title VARCHAR(20)"}
+		}
+		for _, w := range want {
+			if !hasColumnType(cols, w) {
+				t.Errorf("widen, %s, evolve: target columns %v, want %s", p.name, cols, w)
+			}
+		}
+		run("widen", p, "fail", "column qty is BIGINT in sc but INT in "+p.target("fail"))
+		// ignore writes into the narrower column: a value that does not
+		// fit fails the run naming the key and the column.
+		run("widen", p, "ignore", "qty")
+		value("widen", p, "ignore", "qty", 2, "2")
+	}
+}
+
+func hasColumnType(columns []string, want string) bool {
+	for _, c := range columns {
+		if c == want {
+			return true
+		}
+	}
+	return false
+}
