@@ -170,7 +170,7 @@ func TestSchemaAcceptsAndRejects(t *testing.T) {
 		{"source: s\nsink: {table: t, mode: history, keys: [id], on_delete: soft}\n", false}, // on_delete only for merge
 		{"source: s\nsink: {table: t, mode: merge, keys: [id], on_delete: purge}\n", false},  // bad on_delete
 		{"source: s\nsink: {table: t, on_schema_change: fail}\n", true},
-		{"source: s\nsink: {table: t, on_schema_change: rebuild}\n", false}, // bad on_schema_change
+		{"source: s\nsink: {table: t, on_schema_change: rebuild}\n", false},    // bad on_schema_change
 		{"source: s\nsink: {stdout: true, on_schema_change: ignore}\n", false}, // a target table only
 	}
 	for _, c := range cases {

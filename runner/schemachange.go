@@ -13,9 +13,9 @@ import (
 // schemaDiff is how the columns of a job's source table differ from its
 // existing target's, for a job that projects every source column.
 type schemaDiff struct {
-	added   []cdc.Column       // source columns the target lacks
+	added   []cdc.Column        // source columns the target lacks
 	widened []plan.ColumnChange // source columns of a wider type than the target's (cdc.Widens)
-	gone    []string           // target columns the source lacks (besides those the mode adds)
+	gone    []string            // target columns the source lacks (besides those the mode adds)
 }
 
 func (d schemaDiff) empty() bool { return len(d.added)+len(d.widened)+len(d.gone) == 0 }
@@ -108,4 +108,3 @@ func applySchemaPolicy(prep *Prepared, policy plan.SchemaPolicy, target cdc.Sche
 	}
 	return append(out, d.widened...), nil, nil
 }
-
