@@ -47,8 +47,8 @@ type queryOptions struct {
 	ordered bool
 	// base is the SQL of the window's min(__seq) - 1 (a literal or a bound
 	// parameter): when set, the STANDARD read from an offset versions a
-	// change (batch << 32) + (__seq - base), which needs no sort; when
-	// empty, by the dense rank of __seq.
+	// change (batch << 32) + (__tmax - base); when empty, by the dense
+	// rank of __tmax (versionedWindowCTE).
 	base string
 	// afterOnly leaves UPDATE_BEFORE out of a STANDARD read from an offset
 	// (runner.ReadOptions.OmitUpdateBefore): one row per key with a net
@@ -168,6 +168,9 @@ func changesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position,
 	list := strings.Join(names, ", ")
 	version := fmt.Sprintf("(%d::bigint << 32) + ", to.Batch)
 	w := windowCTE(t, from, to)
+	if !(keyOrderable(s, from) && o.usesTable()) {
+		w = versionedWindowCTE(t, from, to)
+	}
 
 	if from != nil && from.Initial {
 		created := sinkpg.Literal(s.Created.UTC().Format("2006-01-02 15:04:05.999999Z07:00")) + "::timestamptz"
@@ -181,16 +184,16 @@ func changesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position,
 			return w + fmt.Sprintf(`,
 i AS ((SELECT %[1]s FROM %[2]s t UNION ALL SELECT %[3]s FROM w WHERE __op IN ('B', 'D'))
       EXCEPT ALL SELECT %[3]s FROM w WHERE __op IN ('I', 'A', 'U')),
-u AS (SELECT 0 AS __part, 0::bigint AS __seq, %[4]s AS __ts, %[3]s FROM i
-      UNION ALL SELECT 1, __seq, __ts, %[3]s FROM w WHERE __op = 'I')
-SELECT 'INSERT' AS "__change_type", %[5]sdense_rank() OVER (ORDER BY __part, __seq) AS "__commit_version",
+u AS (SELECT 0 AS __part, 0::bigint AS __tmax, 0::bigint AS __seq, %[4]s AS __ts, %[3]s FROM i
+      UNION ALL SELECT 1, __tmax, __seq, __ts, %[3]s FROM w WHERE __op = 'I')
+SELECT 'INSERT' AS "__change_type", %[5]sdense_rank() OVER (ORDER BY __part, __tmax) AS "__commit_version",
        __ts AS "__commit_timestamp", %[6]s
-FROM u ORDER BY __part, __seq`, strings.Join(tableCols, ", "), sinkpg.Quote(t.Table.Name), list, created, version, o.outList(t))
+FROM u ORDER BY __part, __tmax, __seq`, strings.Join(tableCols, ", "), sinkpg.Quote(t.Table.Name), list, created, version, o.outList(t))
 		}
 		// STANDARD from nothing: every row at the read point is an INSERT.
 		// Rows untouched since the offset share the first version (the
-		// creation point's); changed rows take the version of their last
-		// change, in __seq order.
+		// creation point's); changed rows take the version of the
+		// transaction of their last change, in __tmax order.
 		// z's keys come from the window, which carries a type without a
 		// Go form (uuid, …) as text (Column.Select): the table side of
 		// the join is read the same way, so a uuid key compares as text
@@ -207,18 +210,18 @@ FROM u ORDER BY __part, __seq`, strings.Join(tableCols, ", "), sinkpg.Quote(t.Ta
 		}
 		keys := sinkpg.QuoteList("", t.Table.Key)
 		return w + fmt.Sprintf(`,
-z AS (SELECT DISTINCT ON (%[1]s) %[1]s, __seq, __ts FROM w ORDER BY %[1]s, __seq DESC)
-SELECT 'INSERT' AS "__change_type", %[2]sdense_rank() OVER (ORDER BY coalesce(z.__seq, 0)) AS "__commit_version",
+z AS (SELECT DISTINCT ON (%[1]s) %[1]s, __tmax, __ts FROM w ORDER BY %[1]s, __seq DESC)
+SELECT 'INSERT' AS "__change_type", %[2]sdense_rank() OVER (ORDER BY coalesce(z.__tmax, 0)) AS "__commit_version",
        coalesce(z.__ts, %[3]s) AS "__commit_timestamp", %[4]s
-FROM %[5]s t LEFT JOIN z ON %[6]s ORDER BY coalesce(z.__seq, 0), %[7]s`,
+FROM %[5]s t LEFT JOIN z ON %[6]s ORDER BY coalesce(z.__tmax, 0), %[7]s`,
 			keys, version, created, o.outTable(t, tableCols), sinkpg.Quote(t.Table.Name), strings.Join(on, " AND "), sinkpg.QuoteList("t.", t.Table.Key))
 	}
 
 	if s.Mode == dsl.ModeAppendOnly {
 		return w + fmt.Sprintf(`
-SELECT 'INSERT' AS "__change_type", %srow_number() OVER (ORDER BY __seq) AS "__commit_version",
+SELECT 'INSERT' AS "__change_type", %sdense_rank() OVER (ORDER BY __tmax) AS "__commit_version",
        __ts AS "__commit_timestamp", %s
-FROM w WHERE __op = 'I' ORDER BY __seq`, version, o.outList(t))
+FROM w WHERE __op = 'I' ORDER BY __tmax, __seq`, version, o.outList(t))
 	}
 
 	if o.usesTable() {
@@ -261,18 +264,18 @@ FROM w WHERE __op = 'I' ORDER BY __seq`, version, o.outList(t))
 	if len(firsts) > 0 {
 		firstCols = ", " + strings.Join(firsts, ", ")
 	}
-	rank := "dense_rank() OVER (ORDER BY d.__seq)"
+	rank := "dense_rank() OVER (ORDER BY d.__tmax)"
 	if o.base != "" {
-		rank = "(d.__seq - " + o.base + ")"
+		rank = "(d.__tmax - " + o.base + ")"
 	}
 	ts, wts := "d.__ts", "w.__ts"
 	if o.noTimestamp {
 		ts, wts = "NULL::timestamptz", "NULL::timestamptz AS __ts"
 	}
 	netCTE := fmt.Sprintf(`,
-x AS (SELECT w.__seq, w.__op, %[5]s, %[4]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop%[2]s
+x AS (SELECT w.__seq, w.__tmax, w.__op, %[5]s, %[4]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop%[2]s
       FROM w WINDOW __k AS (PARTITION BY %[1]s ORDER BY w.__seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
-d AS (SELECT x.__seq, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A', 'U') AS __is, %[3]s
+d AS (SELECT x.__seq, x.__tmax, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A', 'U') AS __is, %[3]s
       FROM x WHERE NOT x.__more)`, keys, firstCols, strings.Join(fz, ", "), strings.Join(wcols, ", "), wts)
 	// Whether the last image differs from the first, on the columns other
 	// than the key (equal within a partition); a table of key columns
@@ -290,7 +293,7 @@ d AS (SELECT x.__seq, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A
 		case o.keyOrdered:
 			order = "\nORDER BY " + keys
 		case o.ordered:
-			order = "\nORDER BY d.__seq"
+			order = "\nORDER BY d.__tmax, d.__seq"
 		}
 		ct := "CASE WHEN NOT d.__was THEN 'INSERT' WHEN d.__is THEN 'UPDATE_AFTER' ELSE 'DELETE' END"
 		return w + netCTE + fmt.Sprintf(`
@@ -304,7 +307,7 @@ WHERE (d.__was OR d.__is) AND (NOT (d.__was AND d.__is) OR %[4]s)%[5]s%[9]s`, ve
 	case o.keyOrdered:
 		order = "\nORDER BY " + keys + ", e.o"
 	case o.ordered:
-		order = "\nORDER BY d.__seq, e.o"
+		order = "\nORDER BY d.__tmax, d.__seq, e.o"
 	}
 	return w + netCTE + fmt.Sprintf(`
 SELECT e.ct AS "__change_type", %[1]s%[5]s AS "__commit_version",
@@ -325,6 +328,28 @@ func windowCTE(t *Tracked, from *Position, to Position) string {
 		cols[i] = c.Select("l.") + " AS " + sinkpg.Quote(c.Name)
 	}
 	return fmt.Sprintf(`WITH w AS (SELECT l.__seq, l.__op, l.__ts, %s FROM %s l WHERE %s)`,
+		strings.Join(cols, ", "), t.LogRef(), WindowPredicate("l.__txid", from, to))
+}
+
+// versionedWindowCTE is windowCTE with __tmax, the highest __seq of the
+// row's transaction in the window: a read versions a change by its
+// transaction's __tmax, so every change of one transaction shares its
+// __commit_version (DESIGN.md: one commit, one version). All log rows of a
+// transaction belong to one window (a window is the transactions newly
+// visible at the read point), so __tmax is the transaction's last log row.
+// Ordered by __tmax, transactions follow commit order per key: a writer
+// that changes a key another transaction changed waited for that
+// transaction's commit (the row lock), so its own log row of the key, and
+// with it its __tmax, comes after every log row of the other. Transactions
+// that share no key are ordered by their last log row, which need not be
+// their commit order (PostgreSQL records no commit order without
+// track_commit_timestamp); across windows the batch number orders them.
+func versionedWindowCTE(t *Tracked, from *Position, to Position) string {
+	cols := make([]string, len(t.Table.Columns))
+	for i, c := range t.Table.Columns {
+		cols[i] = c.Select("l.") + " AS " + sinkpg.Quote(c.Name)
+	}
+	return fmt.Sprintf(`WITH w AS (SELECT l.__seq, max(l.__seq) OVER (PARTITION BY l.__txid) AS __tmax, l.__op, l.__ts, %s FROM %s l WHERE %s)`,
 		strings.Join(cols, ", "), t.LogRef(), WindowPredicate("l.__txid", from, to))
 }
 

@@ -120,17 +120,30 @@
 // again deletes such rows (epoch.go). A read from an offset behind the
 // stream's own offset (Covers) is refused with ErrPurged.
 //
-// __commit_version is (batch << 32) + an offset of the change's last log
-// row within the batch: it increases strictly from batch to batch (batch
-// counts reads that saw a new snapshot), and within a batch follows __seq,
-// which is commit order per key. An UPDATE_BEFORE and its UPDATE_AFTER
-// share a version. For a STANDARD read from an offset the offset is
-// __seq - (min(__seq) of the window - 1), with the window's min and max
-// __seq taken by the query that narrows the read point (no sort of the
-// changes); it lies in 1 .. 2^32-1 while the window's __seq span is below
-// 2^32, and a wider window (and the other reads: initial rows, APPEND_ONLY,
-// the first read of a stream without an offset) uses the dense rank of
-// __seq instead. Versions within a batch are thus increasing, not dense.
+// __commit_version is one per source transaction: (batch << 32) + an
+// offset of the last log row of the transaction that made the change (of
+// the key's last change, for a STANDARD net change) within the batch,
+// __tmax (versionedWindowCTE: max(__seq) over the transaction's log rows,
+// all of which are in one batch). It increases strictly from batch to
+// batch (batch counts reads that saw a new snapshot); within a batch it
+// follows __tmax, which is commit order for transactions that touch a
+// common key (the later one waited for the earlier one's row lock, so
+// its log row of that key comes after all of the earlier one's); the
+// commit order of transactions that share no key and commit within one
+// batch is not recorded anywhere (no track_commit_timestamp), and they
+// are ordered by their last log row. Every change of a transaction, an
+// UPDATE_BEFORE and its UPDATE_AFTER included, shares its version. For a
+// STANDARD read from an offset the offset is __tmax - (min(__seq) of the
+// window - 1), with the window's min and max __seq taken by the query
+// that narrows the read point; it lies in 1 .. 2^32-1 while the window's
+// __seq span is below 2^32, and a wider window (and the other reads:
+// initial rows, APPEND_ONLY, the first read of a stream without an
+// offset) uses the dense rank of __tmax instead. Versions within a batch
+// are thus increasing, not dense. Versions are computed when a stream is
+// read, from the __txid every log row has carried since tracking was
+// first enabled: streams, offsets and logs of an earlier sluice read on
+// unchanged, their next read already versioned per transaction. A read
+// that reports no version (changes_table.go) does not compute __tmax.
 // __commit_timestamp is the writing transaction's now() in UTC
 // (PostgreSQL does not expose commit times without
 // track_commit_timestamp); initial rows carry the stream's creation time.

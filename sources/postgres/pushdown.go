@@ -198,7 +198,7 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 			sinkpg.WorkMemPerRow, sinkpg.MinWorkMem>>20, sinkpg.MaxWorkMem>>20), sinkpg.WorkMemSQL(100_000)))
 	if seqVersioned(s, fp) {
 		read = src("read the stream's changes after the offset, up to the read point; $1 = min(__seq) - 1 of the window "+
-			"(a window whose __seq span reaches 2^32 is versioned by dense_rank() OVER (ORDER BY d.__seq) instead)",
+			"(a window whose __seq span reaches 2^32 is versioned by dense_rank() OVER (ORDER BY d.__tmax) instead)",
 			readQuery(tr, s, fp, to, true, pd.after))
 	}
 	// What the sink's Attach runs in this transaction, then the read and

@@ -34,7 +34,7 @@ func TestSeqOffsetVersions(t *testing.T) {
 			readSQL = st.SQL
 		}
 	}
-	if !strings.Contains(readSQL, "(d.__seq - $1::bigint)") || strings.Contains(readSQL, "dense_rank") {
+	if !strings.Contains(readSQL, "(d.__tmax - $1::bigint)") || strings.Contains(readSQL, "dense_rank") {
 		t.Errorf("plan's read: want the __seq offset from $1, no dense_rank:\n%s", readSQL)
 	}
 
