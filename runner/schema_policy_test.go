@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/internal/pgtest"
 	"github.com/sluicedata/sluice/runner"
 )
@@ -406,5 +407,63 @@ func TestSchemaChangeDuringRuns(t *testing.T) {
 		if len(want) != rows || !equalRows(got, want) {
 			t.Errorf("%s: target %v\nwant the source's %v", p.name, got, want)
 		}
+	}
+}
+
+// TestSchemaNarrowing: a narrowing ALTER COLUMN TYPE on a tracked
+// PostgreSQL table. While the change log holds a value of the column that
+// the narrower type cannot hold, enabling tracking again (which the read
+// needs after the change) refuses, naming the column and both types, and
+// changes nothing; once no such value is pending, it goes on and the run
+// writes into the target's wider column, which stays as it was under
+// evolve. The values compared are the source table's.
+func TestSchemaNarrowing(t *testing.T) {
+	pg := pgtest.NewDatabase(t)
+	e := newEnv(t)
+	pgExec(t, pg, "CREATE TABLE nt (id integer PRIMARY KEY, qty bigint)")
+	e.sql(pg, "ALTER TABLE nt SET PROPERTIES ('change_tracking' = 'true'); CREATE TABLE STREAM ns ON TABLE nt WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')")
+	j := e.job("n.yaml", "connection: '"+pg+"'\nsource: ns\nsink: {table: nt_copy, mode: merge, keys: [id]}\n")
+	pgExec(t, pg, "INSERT INTO nt VALUES (1, 1), (2, 2)")
+	if _, err := e.run(j); err != nil {
+		t.Fatal(err)
+	}
+	pgExec(t, pg, "UPDATE nt SET qty = 5000000000 WHERE id = 1")
+	pgExec(t, pg, "UPDATE nt SET qty = 7 WHERE id = 1")
+	pgExec(t, pg, "ALTER TABLE nt ALTER COLUMN qty TYPE integer")
+	pgExec(t, pg, "UPDATE nt SET qty = 8 WHERE id = 2")
+	b, err := e.r.Backend(context.Background(), pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts, err := dsl.ParseStatements("t.sql", "ALTER TABLE nt SET PROPERTIES ('change_tracking' = 'true')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.(runner.Executor).Exec(context.Background(), stmts[0])
+	if err == nil || !strings.Contains(err.Error(), `column "qty" of "nt" changed type from bigint to integer`) {
+		t.Fatalf("enabling tracking with a pending value the narrower type cannot hold: %v, want the refusal naming qty", err)
+	}
+	if got := e.sql(pg, "SELECT id, qty FROM nt_copy ORDER BY id"); !equalRows(got, [][]string{{"1", "1"}, {"2", "2"}}) {
+		t.Errorf("target after the refusal: %v", got)
+	}
+	// The application restores the wider type; the pending changes are
+	// read, and the narrowing then goes through.
+	pgExec(t, pg, "ALTER TABLE nt ALTER COLUMN qty TYPE bigint")
+	e.sql(pg, "ALTER TABLE nt SET PROPERTIES ('change_tracking' = 'true')")
+	if _, err := e.run(j); err != nil {
+		t.Fatal(err)
+	}
+	pgExec(t, pg, "ALTER TABLE nt ALTER COLUMN qty TYPE integer")
+	pgExec(t, pg, "UPDATE nt SET qty = 9 WHERE id = 2")
+	e.sql(pg, "ALTER TABLE nt SET PROPERTIES ('change_tracking' = 'true')")
+	if _, err := e.run(j); err != nil {
+		t.Fatal(err)
+	}
+	want := e.sql(pg, "SELECT id, qty FROM nt WHERE id > 0 ORDER BY id")
+	if got := e.sql(pg, "SELECT id, qty FROM nt_copy ORDER BY id"); !equalRows(got, want) {
+		t.Errorf("target %v, want the source's %v", got, want)
+	}
+	if cols := e.columns(pg, "nt_copy"); !hasColumnType(cols, "qty bigint") {
+		t.Errorf("target columns %v: the wider qty bigint should stay", cols)
 	}
 }
