@@ -268,3 +268,15 @@ type SnapshotReader interface {
 	// Close ends the read transaction.
 	Close() error
 }
+
+// ValueTexter is a Backend whose database has its own text form of values
+// (PostgreSQL's output functions): `sluice sql` and `sluice preview` print
+// result sets with it. Backends without it print cdc.FormatValue.
+type ValueTexter interface {
+	Backend
+	// ValueText returns a function rendering a canonical value (package
+	// cdc) of logical type t, as this backend reads it, in the database's
+	// own text form under the session's settings. NULL (nil) renders as
+	// "NULL". The function is safe for concurrent use.
+	ValueText(ctx context.Context) (func(v any, t cdc.Type) string, error)
+}

@@ -158,10 +158,17 @@ type Column struct {
 }
 
 // Select returns the expression that reads the column with the given
-// qualifier ("t." or ""), cast to text when the type is not native.
+// qualifier ("t." or ""), as text when the type is not native: the
+// type's output text, as psql prints it — a ::text cast, except for inet,
+// whose cast to text adds the netmask of a host address ("::1/128" for
+// '::1') and is read through abbrev() instead, which writes inet's output
+// text.
 func (c Column) Select(qual string) string {
-	if c.Native {
+	switch {
+	case c.Native:
 		return qual + Quote(c.Name)
+	case c.PGType == "inet":
+		return "abbrev(" + qual + Quote(c.Name) + ")"
 	}
 	return qual + Quote(c.Name) + "::text"
 }

@@ -15,6 +15,15 @@ import (
 // Table but unescaped; NULL is an empty unquoted field and an empty string
 // a quoted one (""), as PostgreSQL's COPY … (FORMAT csv) writes them.
 func CSV(w io.Writer, cols []cdc.Column, rows [][]any) error {
+	return CSVWith(w, cols, rows, nil)
+}
+
+// CSVWith is CSV with values in the text form of text (a backend's own,
+// runner.ValueTexter) unless text is nil.
+func CSVWith(w io.Writer, cols []cdc.Column, rows [][]any, text func(v any, t cdc.Type) string) error {
+	if text == nil {
+		text = cdc.FormatValue
+	}
 	bw := bufio.NewWriter(w)
 	for i, c := range cols {
 		if i > 0 {
@@ -35,7 +44,7 @@ func CSV(w io.Writer, cols []cdc.Column, rows [][]any) error {
 			if v == nil {
 				continue
 			}
-			s := cdc.FormatValue(v, cols[i].Type)
+			s := text(v, cols[i].Type)
 			bw.WriteString(csvField(s, s == ""))
 		}
 		bw.WriteByte('\n')

@@ -47,10 +47,17 @@ type TableOptions struct {
 	// MaxCell cuts cells (not headers) wider than MaxCell display columns
 	// to MaxCell, the last being Ellipsis; 0 prints every cell whole.
 	MaxCell int
+	// Text renders a value of a column type for its cell; nil is
+	// cdc.FormatValue. A backend's own text form (runner.ValueTexter).
+	Text func(v any, t cdc.Type) string
 }
 
 // TableWith is Table with options.
 func TableWith(w io.Writer, cols []cdc.Column, rows [][]any, o TableOptions) error {
+	text := o.Text
+	if text == nil {
+		text = cdc.FormatValue
+	}
 	cells := make([][]string, 0, len(rows)+1)
 	head := make([]string, len(cols))
 	for i, c := range cols {
@@ -64,7 +71,11 @@ func TableWith(w io.Writer, cols []cdc.Column, rows [][]any, o TableOptions) err
 			if i < len(r) {
 				v = r[i]
 			}
-			line[i] = cut(escape(cdc.FormatValue(v, cols[i].Type)), o.MaxCell)
+			if v == nil {
+				line[i] = "NULL"
+			} else {
+				line[i] = cut(escape(text(v, cols[i].Type)), o.MaxCell)
+			}
 		}
 		cells = append(cells, line)
 	}
@@ -126,10 +137,19 @@ func escape(s string) string {
 // DATE → "2024-01-15"; TIMESTAMP → RFC 3339 with its zone
 // ("2024-01-15T10:00:00.5+08:00", "…Z" for UTC).
 func JSONL(w io.Writer, cols []cdc.Column, rows [][]any) error {
+	return JSONLWith(w, cols, rows, nil)
+}
+
+// JSONLWith is JSONL with values in the text form of text (a backend's own,
+// runner.ValueTexter) unless text is nil: NULL → null, BOOLEAN → true/false,
+// integers → numbers, finite floats → numbers written as text writes them
+// ("1e+15"), every other value → a string holding text's form ("NaN",
+// "\\x00ff", "2024-01-15 10:00:00+05:30").
+func JSONLWith(w io.Writer, cols []cdc.Column, rows [][]any, text func(v any, t cdc.Type) string) error {
 	bw := bufio.NewWriter(w)
 	var line []byte
 	for _, r := range rows {
-		line = appendObject(line[:0], cols, r)
+		line = appendObject(line[:0], cols, r, text)
 		line = append(line, '\n')
 		if _, err := bw.Write(line); err != nil {
 			return err
@@ -138,7 +158,7 @@ func JSONL(w io.Writer, cols []cdc.Column, rows [][]any) error {
 	return bw.Flush()
 }
 
-func appendObject(b []byte, cols []cdc.Column, row []any) []byte {
+func appendObject(b []byte, cols []cdc.Column, row []any, text func(any, cdc.Type) string) []byte {
 	b = append(b, '{')
 	for i, c := range cols {
 		if i > 0 {
@@ -150,7 +170,11 @@ func appendObject(b []byte, cols []cdc.Column, row []any) []byte {
 		if i < len(row) {
 			v = row[i]
 		}
-		b = appendValue(b, v, c.Type)
+		if text != nil {
+			b = appendText(b, v, c.Type, text)
+		} else {
+			b = appendValue(b, v, c.Type)
+		}
 	}
 	return append(b, '}')
 }
@@ -161,6 +185,19 @@ func appendString(b []byte, s string) []byte {
 	}
 	q, _ := json.Marshal(s) // a string always marshals
 	return append(b, q...)
+}
+
+// appendText appends v for JSONLWith.
+func appendText(b []byte, v any, t cdc.Type, text func(any, cdc.Type) string) []byte {
+	switch x := v.(type) {
+	case nil, bool, int64, int:
+		return appendValue(b, v, t)
+	case float64:
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			return append(b, text(v, t)...)
+		}
+	}
+	return appendString(b, text(v, t))
 }
 
 func appendValue(b []byte, v any, t cdc.Type) []byte {

@@ -62,21 +62,27 @@ func (b *Backend) queryOn(ctx context.Context, db sinkpg.Querier, q string, args
 	for i, fd := range fds {
 		rs.Columns[i] = cdc.Column{Name: fd.Name, Type: ResultType(fd.DataTypeOID, fd.TypeModifier)}
 	}
+	tm := rows.Conn().TypeMap()
 	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			return nil, b.wrap(err, "SELECT")
-		}
 		raw := rows.RawValues()
-		for i, v := range vals {
-			if fds[i].Format == pgx.TextFormatCode && !coreOIDs[fds[i].DataTypeOID] {
-				// PostgreSQL's own text (see textFormats).
-				if raw[i] == nil {
-					vals[i] = nil
-				} else {
-					vals[i] = string(raw[i])
-				}
+		vals := make([]any, len(fds))
+		for i, fd := range fds {
+			if raw[i] == nil {
 				continue
+			}
+			if fd.Format == pgx.TextFormatCode && !coreOIDs[fd.DataTypeOID] {
+				// PostgreSQL's own text (see textFormats), not decoded:
+				// pgx's json decoding fails on a number Go's float64
+				// cannot hold (1e400), which json keeps.
+				vals[i] = string(raw[i])
+				continue
+			}
+			var v any = string(raw[i])
+			if dt, ok := tm.TypeForOID(fd.DataTypeOID); ok {
+				var err error
+				if v, err = dt.Codec.DecodeValue(tm, fd.DataTypeOID, fd.Format, raw[i]); err != nil {
+					return nil, b.wrap(err, "SELECT: column %s", fd.Name)
+				}
 			}
 			d, err := sinkpg.Decode(v, rs.Columns[i].Type)
 			if err != nil {

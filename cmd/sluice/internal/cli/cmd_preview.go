@@ -102,8 +102,12 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 			break
 		}
 	}
+	text, err := valueText(ctx, b)
+	if err != nil {
+		return err
+	}
 	if f.format == "json" {
-		changes, err := rowsJSON(schema.Columns, rows)
+		changes, err := rowsJSON(schema.Columns, rows, text)
 		if err != nil {
 			return err
 		}
@@ -114,7 +118,7 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 			Changes []json.RawMessage `json:"changes"`
 		}{info.Name, serve.OffsetJSON(info.Offset), more, changes})
 	}
-	if err := printRows(e.stdout, f.format, f.wide, schema.Columns, rows); err != nil || f.format != "table" {
+	if err := printRows(e.stdout, f.format, f.wide, schema.Columns, rows, text); err != nil || f.format != "table" {
 		return err
 	}
 	if more {

@@ -76,6 +76,10 @@ func cmdSQL(ctx context.Context, e *env, f sqlFlags, rest []string) error {
 	}
 	r := newRunner(e, f.conn)
 	defer r.Close()
+	var (
+		vtext  func(any, cdc.Type) string
+		vtDone bool
+	)
 	return r.ExecScript(ctx, "", name, text, func(st dsl.Statement, rs *runner.ResultSet) error {
 		if _, ok := st.(*dsl.ShowStreams); ok && rs != nil {
 			if err := addPending(ctx, r, rs); err != nil {
@@ -84,7 +88,18 @@ func cmdSQL(ctx context.Context, e *env, f sqlFlags, rest []string) error {
 		}
 		switch {
 		case rs != nil && rs.Columns != nil:
-			return printRows(e.stdout, f.format, f.wide, rs.Columns, rs.Rows)
+			if !vtDone {
+				// The backend ExecScript opened (the runner caches it).
+				b, err := r.Backend(runner.WithCreate(ctx, runner.CreateAll), "")
+				if err != nil {
+					return err
+				}
+				if vtext, err = valueText(ctx, b); err != nil {
+					return err
+				}
+				vtDone = true
+			}
+			return printRows(e.stdout, f.format, f.wide, rs.Columns, rs.Rows, vtext)
 		case f.format != "table":
 			// jsonl and csv carry result sets only.
 			return nil

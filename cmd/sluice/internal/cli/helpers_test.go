@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sluicedata/sluice/cmd/sluice/internal/cli"
+	"github.com/sluicedata/sluice/internal/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -191,7 +192,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asSluice) == "1" {
 		os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m) // runs the tests; stops a throw-away PostgreSQL cluster if one was started
 }
 
 // sluiceOnPath returns a directory holding a `sluice` command that is this

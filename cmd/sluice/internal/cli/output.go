@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/sinks/stdout"
 	"github.com/sluicedata/sluice/sources/postgres"
 	"github.com/sluicedata/sluice/sources/sqlite"
@@ -29,19 +31,30 @@ func checkFormat(format string, allowed ...string) error {
 }
 
 // printRows prints a result set as a table (cells cut at maxCell unless
-// wide), JSON Lines or CSV.
-func printRows(w io.Writer, format string, wide bool, cols []cdc.Column, rows [][]any) error {
+// wide), JSON Lines or CSV, values in the text form of text (nil:
+// cdc.FormatValue; see valueText).
+func printRows(w io.Writer, format string, wide bool, cols []cdc.Column, rows [][]any, text func(any, cdc.Type) string) error {
 	switch format {
 	case "jsonl":
-		return stdout.JSONL(w, cols, rows)
+		return stdout.JSONLWith(w, cols, rows, text)
 	case "csv":
-		return stdout.CSV(w, cols, rows)
+		return stdout.CSVWith(w, cols, rows, text)
 	}
-	opt := stdout.TableOptions{MaxCell: maxCell}
+	opt := stdout.TableOptions{MaxCell: maxCell, Text: text}
 	if wide {
 		opt.MaxCell = 0
 	}
 	return stdout.TableWith(w, cols, rows, opt)
+}
+
+// valueText is the text form of b's database for printing values
+// (runner.ValueTexter: PostgreSQL's output functions), or nil for
+// cdc.FormatValue.
+func valueText(ctx context.Context, b runner.Backend) (func(any, cdc.Type) string, error) {
+	if vt, ok := b.(runner.ValueTexter); ok {
+		return vt.ValueText(ctx)
+	}
+	return nil, nil
 }
 
 // writeJSON writes v as indented JSON and a newline.
@@ -51,11 +64,12 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// rowsJSON renders rows as JSON objects, values as stdout.JSONL writes
-// them (DECIMAL exact as a string, timestamps RFC 3339 with their zone).
-func rowsJSON(cols []cdc.Column, rows [][]any) ([]json.RawMessage, error) {
+// rowsJSON renders rows as JSON objects, values as stdout.JSONLWith
+// writes them with text (nil: DECIMAL exact as a string, timestamps RFC
+// 3339 with their zone).
+func rowsJSON(cols []cdc.Column, rows [][]any, text func(any, cdc.Type) string) ([]json.RawMessage, error) {
 	var b bytes.Buffer
-	if err := stdout.JSONL(&b, cols, rows); err != nil {
+	if err := stdout.JSONLWith(&b, cols, rows, text); err != nil {
 		return nil, err
 	}
 	out := make([]json.RawMessage, 0, len(rows))
