@@ -176,6 +176,16 @@ func findPsql(t *testing.T) string {
 // quoted one). The header line is dropped.
 func parseCSVNull(t *testing.T, out string) [][]*string {
 	t.Helper()
+	rows := parseCSVRecords(t, out)
+	if len(rows) == 0 {
+		t.Fatalf("no CSV header in %q", out)
+	}
+	return rows[1:]
+}
+
+// parseCSVRecords is parseCSVNull without dropping the header.
+func parseCSVRecords(t *testing.T, out string) [][]*string {
+	t.Helper()
 	var rows [][]*string
 	var row []*string
 	s := out
@@ -226,10 +236,7 @@ func parseCSVNull(t *testing.T, out string) [][]*string {
 			t.Fatalf("CSV field %q is followed by %q", field, s[:min(len(s), 20)])
 		}
 	}
-	if len(rows) == 0 {
-		t.Fatalf("no CSV header in %q", out)
-	}
-	return rows[1:]
+	return rows
 }
 
 // parseJSONLText parses JSON Lines into each row's values in column order
@@ -329,39 +336,96 @@ func diffText(t *testing.T, what string, names []string, got, want [][]*string) 
 // TestSQLPostgresTypes: `sluice sql` prints every PostgreSQL type of
 // docs/types.md as psql prints it, in a session that is not in UTC, in
 // each --format; the outputs are also kept as golden files
-// (testdata/pgtypes/, -update).
+// (testdata/pgtypes/, -update). One script selects each column with id
+// (a result set per type); psql reads all columns at once.
 func TestSQLPostgresTypes(t *testing.T) {
 	psql := findPsql(t)
 	url := pgTypeTable(t)
 	pgExecSQL(t, url, pgTypeInsert())
 	conn := url + "&timezone=" + pgSessionZone
-	golden := map[string]*strings.Builder{"table": {}, "jsonl": {}, "csv": {}}
-	for _, c := range pgTypeCols {
-		q := fmt.Sprintf("SELECT id, `%s` FROM t ORDER BY id", c.name) // sluice's dialect quotes names with ``
-		names := []string{"id", c.name}
-		want := psqlRows(t, psql, url, fmt.Sprintf("SELECT id, %q FROM t ORDER BY id", c.name))
-		if len(want) != pgTypeRows {
-			t.Fatalf("psql %s: %d rows, want %d", q, len(want), pgTypeRows)
+	all := psqlRows(t, psql, url, "SELECT * FROM t ORDER BY id")
+	if len(all) != pgTypeRows {
+		t.Fatalf("psql: %d rows, want %d", len(all), pgTypeRows)
+	}
+	// want[c] is psql's id and column c of every row.
+	want := make([][][]*string, len(pgTypeCols))
+	var script, tables strings.Builder
+	for c, col := range pgTypeCols {
+		fmt.Fprintf(&script, "SELECT id, `%s` FROM t ORDER BY id;\n", col.name) // sluice's dialect quotes names with ``
+		for _, row := range all {
+			want[c] = append(want[c], []*string{row[0], row[c+1]})
 		}
-		for _, format := range []string{"table", "jsonl", "csv"} {
-			out := mustSluice(t, "sql", "--conn", conn, "--wide", "--format", format, q).stdout
-			fmt.Fprintf(golden[format], "-- %s %s\n%s", c.name, c.typ, out)
-			what := fmt.Sprintf("%s (%s) --format %s", c.name, c.typ, format)
-			switch format {
-			case "table":
-				if w := tableOf(t, names, want); out != w {
-					t.Errorf("%s:\n%s\npsql's values:\n%s", what, out, w)
-				}
-			case "jsonl":
-				diffText(t, what, names, parseJSONLText(t, out, names), want)
-			case "csv":
-				diffText(t, what, names, parseCSVNull(t, out), want)
+		tables.WriteString(tableOf(t, []string{"id", col.name}, want[c]))
+	}
+	for _, format := range []string{"table", "jsonl", "csv"} {
+		out := mustSluiceIn(t, script.String(), "sql", "--conn", conn, "--wide", "--format", format, "-f", "-").stdout
+		checkGolden(t, filepath.Join("testdata", "pgtypes", "sql."+format+".golden"), out)
+		var got [][][]*string // by column: its result set
+		switch format {
+		case "table":
+			if out != tables.String() {
+				t.Errorf("--format table differs from psql's values:\n%s\npsql's:\n%s", out, tables.String())
+			}
+			continue
+		case "jsonl":
+			got = jsonlResultSets(t, out)
+		case "csv":
+			got = csvResultSets(t, out)
+		}
+		if len(got) != len(pgTypeCols) {
+			t.Fatalf("--format %s: %d result sets, want %d:\n%s", format, len(got), len(pgTypeCols), out)
+		}
+		for c, col := range pgTypeCols {
+			diffText(t, fmt.Sprintf("%s (%s) --format %s", col.name, col.typ, format), []string{"id", col.name}, got[c], want[c])
+		}
+	}
+}
+
+// jsonlResultSets splits JSON Lines of result sets with columns id and one
+// other, in order, by the other column's name, and parses each
+// (parseJSONLText).
+func jsonlResultSets(t *testing.T, out string) [][][]*string {
+	t.Helper()
+	var sets [][][]*string
+	prev := ""
+	for _, line := range strings.SplitAfter(out, "\n") {
+		if line == "" {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &obj); err != nil || len(obj) != 2 {
+			t.Fatalf("JSON line %q: %v, want an object of id and one column", line, err)
+		}
+		name := ""
+		for k := range obj {
+			if k != "id" {
+				name = k
 			}
 		}
+		if name != prev {
+			sets, prev = append(sets, nil), name
+		}
+		sets[len(sets)-1] = append(sets[len(sets)-1], parseJSONLText(t, line, []string{"id", name})...)
 	}
-	for format, b := range golden {
-		checkGolden(t, filepath.Join("testdata", "pgtypes", "sql."+format+".golden"), b.String())
+	return sets
+}
+
+// csvResultSets splits CSV of result sets, each under its header line
+// (id,NAME), and parses each (parseCSVNull).
+func csvResultSets(t *testing.T, out string) [][][]*string {
+	t.Helper()
+	var sets [][][]*string
+	for _, rec := range parseCSVRecords(t, out) {
+		if len(rec) == 2 && rec[0] != nil && *rec[0] == "id" {
+			sets = append(sets, [][]*string{})
+			continue
+		}
+		if len(sets) == 0 {
+			t.Fatalf("CSV does not start with a header:\n%s", out)
+		}
+		sets[len(sets)-1] = append(sets[len(sets)-1], rec)
 	}
+	return sets
 }
 
 // TestPreviewPostgresTypes: `sluice preview` prints each pending change's
