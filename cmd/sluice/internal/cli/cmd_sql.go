@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -85,6 +86,9 @@ func cmdSQL(ctx context.Context, e *env, f sqlFlags, rest []string) error {
 			if err := addPending(ctx, r, rs); err != nil {
 				return err
 			}
+			if f.format == "table" {
+				describeOffsets(rs)
+			}
 		}
 		switch {
 		case rs != nil && rs.Columns != nil:
@@ -138,6 +142,21 @@ func addPending(ctx context.Context, r *runner.Runner, rs *runner.ResultSet) err
 		rs.Rows[i] = append(slices.Clip(row), n)
 	}
 	return nil
+}
+
+// describeOffsets replaces the raw offsets of a SHOW TABLE STREAMS result
+// with offsetText's words ("change 17", "batch 2"), for a table; jsonl and
+// csv keep the raw form.
+func describeOffsets(rs *runner.ResultSet) {
+	c := colIndex(rs.Columns, "offset")
+	if c < 0 {
+		return
+	}
+	for _, row := range rs.Rows {
+		if raw, ok := row[c].(string); ok {
+			row[c] = offsetText(cdc.SingleOffset(raw), time.Time{})
+		}
+	}
 }
 
 // colIndex is the index of the column named name, or -1.

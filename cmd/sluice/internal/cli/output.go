@@ -14,6 +14,7 @@ import (
 	"github.com/sluicedata/sluice/sinks/stdout"
 	"github.com/sluicedata/sluice/sources/postgres"
 	"github.com/sluicedata/sluice/sources/sqlite"
+	"github.com/sluicedata/sluice/sources/tablestore"
 )
 
 // maxCell is the display width at which table cells are cut (with …)
@@ -166,11 +167,11 @@ func newPlanJSON(p *plan.Plan) planJSON {
 }
 
 // offsetText is an offset for people: the source's words for it
-// (postgres.DescribeOffset "batch 2", sqlite.DescribeOffset "change 17"),
-// else its raw form (cdc.Offset.String; Tablestore shards), "start" for
-// the zero offset; at, unless zero, is when it was committed
-// ("batch 2 at 2026-12-01 10:00:03Z"). JSON output keeps the raw form
-// (serve.OffsetJSON).
+// (postgres.DescribeOffset "batch 2", sqlite.DescribeOffset "change 17",
+// tablestore.DescribeOffset "2 shards, read to 2026-12-01 10:00:03Z"),
+// else its raw form (cdc.Offset.String), "start" for the zero offset; at,
+// unless zero, is when it was committed ("batch 2 at 2026-12-01
+// 10:00:03Z"). JSON output keeps the raw form (serve.OffsetJSON).
 func offsetText(o cdc.Offset, at time.Time) string {
 	if o.IsZero() {
 		return "start"
@@ -178,6 +179,9 @@ func offsetText(o cdc.Offset, at time.Time) string {
 	s, ok := postgres.DescribeOffset(o)
 	if !ok {
 		s, ok = sqlite.DescribeOffset(o)
+	}
+	if !ok {
+		s, ok = tablestore.DescribeOffset(o)
 	}
 	if !ok {
 		s = o.String()
