@@ -71,3 +71,38 @@ sink: {table: orders_copy, mode: merge, keys: [id], connection: "sqlite:`+filepa
 		t.Errorf("second sluice run printed\n%s\nwant a line matching %s", out, line)
 	}
 }
+
+// TestShowStreamsOffsetReadable: SHOW TABLE STREAMS says each offset in
+// words in a table ("change 3", "change 3, initial rows pending" for
+// SQLite's raw "3" and "initial@3") and keeps the raw form in jsonl.
+func TestShowStreamsOffsetReadable(t *testing.T) {
+	d := seededDB(t)
+	raw := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(mustSluice(t, "sql", "--conn", d.conn, "--format", "jsonl", "SHOW TABLE STREAMS").stdout), "\n") {
+		m := regexp.MustCompile(`"name":"([^"]+)".*"offset":"([^"]*)"`).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("no name and offset in %s", line)
+		}
+		raw[m[1]] = m[2]
+	}
+	tb := parseTable(t, mustSluice(t, "sql", "--conn", d.conn, "SHOW TABLE STREAMS").stdout)
+	seen := 0
+	for _, row := range tb.rows {
+		name, got := row[tb.col(t, "name")], row[tb.col(t, "offset")]
+		r, ok := raw[name]
+		if !ok {
+			t.Fatalf("stream %s is in the table, not in jsonl", name)
+		}
+		want := "change " + r
+		if n, found := strings.CutPrefix(r, "initial@"); found {
+			want = "change " + n + ", initial rows pending"
+		}
+		if got != want {
+			t.Errorf("stream %s: offset %q in the table, want %q (raw %q)", name, got, want, r)
+		}
+		seen++
+	}
+	if seen != 3 || len(raw) != 3 {
+		t.Errorf("%d streams in the table, %d in jsonl; the walkthrough's setup has 3", seen, len(raw))
+	}
+}
