@@ -122,3 +122,52 @@ func TestPartialDumpRestore(t *testing.T) {
 		})
 	}
 }
+
+// TestWholeDumpRestore: a whole database with a tracked table, dumped and
+// restored into another database of the same cluster (the table gets a new
+// oid, its capture triggers and sluice's schema come along), goes on: its
+// stream reads the changes pending at the dump and the application's
+// changes in the copy, and enabling tracking again records the new oid,
+// instead of reading the table as dropped.
+func TestWholeDumpRestore(t *testing.T) {
+	pgDump, psql := pgtest.Tool(t, "pg_dump"), pgtest.Tool(t, "psql")
+	b, src := openDB(t)
+	sqlExec(t, b, `CREATE TABLE "order" (id int PRIMARY KEY, "user" text NOT NULL)`, `INSERT INTO "order" VALUES (1, 'ann'), (2, 'bob')`)
+	track(t, b, "order")
+	mkStream(t, b, "order_s", "order", "STANDARD", false)
+	sqlExec(t, b, `UPDATE "order" SET "user" = 'bo' WHERE id = 2`)
+	out, err := exec.CommandContext(t.Context(), pgDump, "-d", src).Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	dest := pgtest.NewDatabase(t)
+	cmd := exec.CommandContext(t.Context(), psql, "-q", "-v", "ON_ERROR_STOP=1", "-d", dest)
+	cmd.Stdin = bytes.NewReader(out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("psql: %v\n%s", err, msg)
+	}
+	app := connect(t.Context(), t, dest)
+	if _, err := app.Exec(t.Context(), `INSERT INTO "order" VALUES (3, 'cy')`); err != nil {
+		t.Fatal(err)
+	}
+	b2, err := Open(t.Context(), dest, b.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	_, got := read(t, b2, "order_s", true)
+	check(t, "restored copy's stream", sorted(got), []string{"INSERT 3 cy", "UPDATE_AFTER 2 bo", "UPDATE_BEFORE 2 bob"})
+	track(t, b2, "order")
+	var recorded, now uint32
+	if err := b2.pool.QueryRow(t.Context(), `SELECT relid, '"order"'::regclass::oid FROM sluice.tracking WHERE table_name = 'order'`).Scan(&recorded, &now); err != nil {
+		t.Fatal(err)
+	}
+	if recorded != now {
+		t.Errorf("tracking records oid %d after enabling again, the table's is %d", recorded, now)
+	}
+	if _, err := app.Exec(t.Context(), `DELETE FROM "order" WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	_, got = read(t, b2, "order_s", true)
+	check(t, "after enabling again", got, []string{"DELETE 1 ann"})
+}

@@ -95,10 +95,25 @@ func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (
 		t.Relid = *relid
 		var cur, schema string
 		var visible bool
-		err := q.QueryRow(ctx, `SELECT c.relname::text, n.nspname::text, pg_catalog.pg_table_is_visible(c.oid) FROM pg_catalog.pg_class c
-			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1 AND c.relkind IN ('r', 'p')`, *relid).Scan(&cur, &schema, &visible)
+		find := func() error {
+			return q.QueryRow(ctx, `SELECT c.relname::text, n.nspname::text, pg_catalog.pg_table_is_visible(c.oid) FROM pg_catalog.pg_class c
+			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1 AND c.relkind IN ('r', 'p')`, t.Relid).Scan(&cur, &schema, &visible)
+		}
+		err := find()
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, false, droppedError(ctx, q, table)
+			// The recorded oid is gone. A database restored from a dump
+			// (pg_dump / pg_restore of the whole database) gives the table
+			// a new oid but keeps its capture triggers, which call this
+			// tracking's function: that table is the tracked one.
+			r, found, ferr := captureTable(ctx, q, t.Func)
+			if ferr != nil {
+				return nil, false, b.wrap(ferr, "find tracked table %s", sinkpg.Quote(table))
+			}
+			if !found {
+				return nil, false, droppedError(ctx, q, table)
+			}
+			t.Relid = r
+			err = find()
 		}
 		if err != nil {
 			return nil, false, b.wrap(err, "find tracked table %s", sinkpg.Quote(table))
@@ -118,6 +133,19 @@ func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (
 	}
 	t.Table = tab
 	return &t, true, nil
+}
+
+// captureTable returns the oid of the table whose capture trigger
+// sluice_capture_ins calls the capture function sluice.<fn>(), found false
+// when none does.
+func captureTable(ctx context.Context, q sinkpg.Querier, fn string) (uint32, bool, error) {
+	var relid uint32
+	err := q.QueryRow(ctx, `SELECT tgrelid FROM pg_catalog.pg_trigger WHERE tgname = 'sluice_capture_ins' AND tgfoid = to_regprocedure($1) LIMIT 1`,
+		"sluice."+sinkpg.Quote(fn)+"()").Scan(&relid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return relid, err == nil, err
 }
 
 // droppedError is ErrTableDropped for the tracked table table, naming its
@@ -412,6 +440,19 @@ func trackingKey(ctx context.Context, tx pgx.Tx, table string, relid uint32) (st
 	case now != nil:
 		return "", fmt.Errorf("%w: the change tracking recorded as %s follows that table, renamed since to %s; %s is another table. Disable tracking on %s first (ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'false'), after dropping its streams) to track a table under this name",
 			ErrNameInUse, sinkpg.Quote(table), *now, sinkpg.Quote(table), *now, *now)
+	}
+	// The recorded table is gone; a table that carries this tracking's
+	// capture triggers is the tracked one under a new oid (a restored
+	// dump): record the oid.
+	var fn string
+	if err := tx.QueryRow(ctx, `SELECT func_name FROM sluice.tracking WHERE table_name = $1`, table).Scan(&fn); err != nil {
+		return "", err
+	}
+	if r, found, err := captureTable(ctx, tx, fn); err != nil {
+		return "", err
+	} else if found && r == relid {
+		_, err := tx.Exec(ctx, `UPDATE sluice.tracking SET relid = $1 WHERE table_name = $2`, relid, table)
+		return table, err
 	}
 	names, err := streamsOn(ctx, tx, table)
 	if err != nil {
