@@ -171,3 +171,41 @@ func TestWholeDumpRestore(t *testing.T) {
 	_, got = read(t, b2, "order_s", true)
 	check(t, "after enabling again", got, []string{"DELETE 1 ann"})
 }
+
+// TestWholeDumpRestoreDisable: disabling tracking on a restored copy that
+// was never enabled again (its tracking records the original's oid)
+// removes its triggers, function and log.
+func TestWholeDumpRestoreDisable(t *testing.T) {
+	pgDump, psql := pgtest.Tool(t, "pg_dump"), pgtest.Tool(t, "psql")
+	b, src := openDB(t)
+	sqlExec(t, b, `CREATE TABLE dt (id int PRIMARY KEY)`)
+	track(t, b, "dt")
+	out, err := exec.CommandContext(t.Context(), pgDump, "-d", src).Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	dest := pgtest.NewDatabase(t)
+	cmd := exec.CommandContext(t.Context(), psql, "-q", "-v", "ON_ERROR_STOP=1", "-d", dest)
+	cmd.Stdin = bytes.NewReader(out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("psql: %v\n%s", err, msg)
+	}
+	b2, err := Open(t.Context(), dest, b.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	if err := b2.DisableTracking(t.Context(), "dt"); err != nil {
+		t.Fatalf("disable tracking on the restored copy: %v", err)
+	}
+	var triggers, logs int
+	if err := b2.pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'dt'::regclass), (SELECT count(*) FROM pg_class WHERE relname = 'log_dt')`).Scan(&triggers, &logs); err != nil {
+		t.Fatal(err)
+	}
+	if triggers != 0 || logs != 0 {
+		t.Errorf("after disabling: %d triggers, %d logs; want none", triggers, logs)
+	}
+	if _, err := b2.pool.Exec(t.Context(), `INSERT INTO dt VALUES (1)`); err != nil {
+		t.Errorf("write after disabling: %v", err)
+	}
+}

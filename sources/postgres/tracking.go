@@ -482,6 +482,14 @@ func dropTracking(ctx context.Context, tx pgx.Tx, table string) error {
 	var target *string
 	if relid != nil {
 		err = tx.QueryRow(ctx, `SELECT c.oid::regclass::text FROM pg_catalog.pg_class c WHERE c.oid = $1`, *relid).Scan(&target)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// A restored copy: the table carrying the capture triggers.
+			if r, found, ferr := captureTable(ctx, tx, fn); ferr != nil {
+				return ferr
+			} else if found {
+				err = tx.QueryRow(ctx, `SELECT c.oid::regclass::text FROM pg_catalog.pg_class c WHERE c.oid = $1`, r).Scan(&target)
+			}
+		}
 	} else {
 		err = tx.QueryRow(ctx, `SELECT to_regclass($1)::text`, sinkpg.Quote(table)).Scan(&target)
 	}
