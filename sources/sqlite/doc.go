@@ -93,7 +93,15 @@
 // T1, T2 run one after the other on a connection as when T1's and T2's
 // statements run as one transaction, and COMMIT fires no trigger; so no
 // trigger program can give T2 a different number in the first case and
-// the same number in the second.
+// the same number in the second. (pragma_data_version() changes only when
+// another connection commits; a commit hook is C API of the writing
+// connection, which is the application's.) Nor can a read find the
+// boundaries afterwards: with one writer a transaction's log rows are
+// contiguous in seq, but the log rows of the two histories above are the
+// same (their 'now' may differ, and may not), and the WAL's commit
+// frames are pages, gone at the next checkpoint. A read knows one
+// boundary only: the read point, after which a later commit's rows
+// start. So SQLite keeps one version per change.
 //
 // The commit timestamp is SQLite's 'now' of the statement that made the
 // change (millisecond precision, not microsecond), UTC.
