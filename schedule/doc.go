@@ -44,13 +44,17 @@
 //
 // # @every
 //
-// robfig/cron's @every schedule computes next = t + interval, truncated to
-// the whole second, from whatever t it is given; its own scheduler passes
-// the time it woke up, so fires drift later by the wake-up latency of every
-// tick. Package serve instead passes the previous *scheduled* fire time, so
-// fires stay on the grid first + k·interval however late the process wakes
-// or however long a run takes (fires missed while the process was stopped
-// or suspended are skipped, not replayed). The grid starts at the first
-// whole second after the server loads the job; it is not aligned to the
-// wall clock (use a cron expression for that: "*/5 * * * *").
+// "@every D" fires at the instants that are whole multiples of D counted
+// from Go's zero time (0001-01-01 00:00 UTC; time.Time.Truncate): for a D
+// that divides a day — 10s, 5m, 1h30m — every D from midnight UTC, as cron
+// would ("*/10 * * * * *"), whatever the time zone. Every process computes
+// the same grid, so several `sluice serve` processes fire a job at the same
+// instants and their locks let one of them run it, instead of each firing on
+// a grid of its own start time (issue #19: with 3 processes, 54% of fires
+// ran twice in a row). robfig/cron's own @every (next = t + D from whatever t
+// it is given, its scheduler passing the time it woke) drifts and is not
+// shared, so it is not used for @every. Package serve passes the previous
+// scheduled fire (NextAfter), so fires stay on the grid however late the
+// process wakes or however long a run takes; fires missed while the process
+// was stopped or suspended are skipped, not replayed.
 package schedule

@@ -164,7 +164,7 @@ func parseEvery(spec, dur, tz string, loc *time.Location) (Schedule, error) {
 	if d%time.Second != 0 {
 		return Schedule{}, fmt.Errorf("%w %q: the interval must be a whole number of seconds", ErrBadInterval, spec)
 	}
-	return Schedule{kind: Every, spec: "@every " + d.String(), zone: tz, loc: loc, interval: d, cron: cron.Every(d)}, nil
+	return Schedule{kind: Every, spec: "@every " + d.String(), zone: tz, loc: loc, interval: d}, nil
 }
 
 // cutZonePrefix splits "CRON_TZ=Zone rest" or "TZ=Zone rest".
@@ -236,12 +236,15 @@ func (s Schedule) String() string {
 // cron expression with no match in the next five years, which Parse
 // rejects).
 //
-// For @every it returns after + interval, truncated to the second: pass the
-// previous scheduled fire, not the current time, to keep a drift-free grid
-// (package doc).
+// For @every it returns the first instant after after that is a whole
+// multiple of the interval counted from Go's zero time (0001-01-01 00:00
+// UTC): one grid for every process, aligned to the clock (package doc).
 func (s Schedule) Next(after time.Time) time.Time {
 	if !s.Timed() {
 		return time.Time{}
+	}
+	if s.kind == Every {
+		return after.Truncate(s.interval).Add(s.interval).In(after.Location())
 	}
 	return s.cron.Next(after)
 }

@@ -213,34 +213,46 @@ func TestDSTBerlinDaily(t *testing.T) {
 	}
 }
 
-// TestEveryDrift: robfig's @every adds the interval to the time it is
-// given (truncated to the second). Feeding it "now" as robfig's own
-// scheduler does drifts by the wake-up latency; NextAfter from the previous
-// scheduled fire does not.
-func TestEveryDrift(t *testing.T) {
+// TestEveryGrid: @every fires on one grid aligned to the clock, the
+// multiples of the interval from midnight UTC, whatever instant Next is
+// given: processes started at different times (or a process restarted)
+// fire together. NextAfter from the previous fire stays on it however late
+// the wake-up, and skips fires missed during a suspension.
+func TestEveryGrid(t *testing.T) {
+	midnight := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		spec, zone string
+		after      time.Time
+		want       time.Time
+	}{
+		// Expected values are counted from midnight UTC by hand.
+		{"@every 10s", "", midnight.Add(3*time.Second + 700*time.Millisecond), midnight.Add(10 * time.Second)},
+		{"@every 10s", "", midnight.Add(10 * time.Second), midnight.Add(20 * time.Second)}, // strictly after
+		{"@every 30s", "", midnight.Add(-time.Nanosecond), midnight},
+		{"@every 1h30m", "Asia/Shanghai", midnight.Add(2 * time.Hour), midnight.Add(3 * time.Hour)},
+		{"@every 5m", "", midnight.Add(17*time.Hour + 4*time.Minute + 59*time.Second), midnight.Add(17*time.Hour + 5*time.Minute)},
+	} {
+		s := MustParse(c.spec, c.zone)
+		if got := s.Next(c.after); !got.Equal(c.want) {
+			t.Errorf("%s: Next(%v) = %v, want %v", c.spec, c.after, got, c.want)
+		}
+	}
+
+	// Two processes that start 4.3s apart fire at the same instants.
 	s := MustParse("@every 30s", "")
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	latency := 700 * time.Millisecond
-
-	// robfig style: next = Next(wake time), wake = fire + latency. The
-	// sub-second part is truncated away, whole seconds accumulate: with
-	// 1.7s latency it drifts one second per tick.
-	fire := start
-	for range 10 {
-		fire = s.Next(fire.Add(latency + time.Second))
-	}
-	if want := start.Add(10 * 31 * time.Second); !fire.Equal(want) {
-		t.Errorf("robfig-style with 1.7s latency: %v, want %v (drifted)", fire, want)
+	a, b := s.Next(midnight.Add(2*time.Second)), s.Next(midnight.Add(6300*time.Millisecond))
+	if !a.Equal(b) {
+		t.Errorf("processes started 4.3s apart: first fires %v and %v", a, b)
 	}
 
-	// sluice style: the grid is start + k·30s however late each wake-up.
-	prev := start
+	// Late wake-ups stay on the grid.
+	prev := midnight
 	for i := 1; i <= 10; i++ {
-		next, missed := s.NextAfter(prev, prev.Add(latency+time.Second)) // woke late
+		next, missed := s.NextAfter(prev, prev.Add(1700*time.Millisecond)) // woke late
 		if missed != 0 {
 			t.Fatalf("tick %d: missed %d", i, missed)
 		}
-		if want := start.Add(time.Duration(i) * 30 * time.Second); !next.Equal(want) {
+		if want := midnight.Add(time.Duration(i) * 30 * time.Second); !next.Equal(want) {
 			t.Fatalf("tick %d: next %v, want %v", i, next, want)
 		}
 		prev = next
@@ -248,8 +260,8 @@ func TestEveryDrift(t *testing.T) {
 
 	// A process suspended for 100s skips the missed grid points and stays
 	// on the grid.
-	next, missed := s.NextAfter(start, start.Add(100*time.Second))
-	if want := start.Add(120 * time.Second); !next.Equal(want) || missed != 3 {
+	next, missed := s.NextAfter(midnight, midnight.Add(100*time.Second))
+	if want := midnight.Add(120 * time.Second); !next.Equal(want) || missed != 3 {
 		t.Errorf("after suspension: next %v missed %d, want %v and 3", next, missed, want)
 	}
 }
