@@ -3,7 +3,7 @@
 // tracked PostgreSQL table while 0, 100 or 1,000 continuous jobs are
 // configured (issue #19).
 //
-//	go run ./bench/notify                 # 3 rounds, 2,000 commits per measurement
+//	go run ./bench/notify                 # 3 rounds, up to 2,000 commits or 15s per measurement
 //	go run ./bench/notify -rounds 5 -commits 5000 -jobs 0,100,1000
 //
 // Two designs are measured side by side, alternating within each round:
@@ -52,7 +52,8 @@ import (
 
 var (
 	rounds  = flag.Int("rounds", 3, "rounds; each measures every design and job count once, alternating")
-	commits = flag.Int("commits", 2000, "one-row commits per measurement")
+	commits = flag.Int("commits", 2000, "one-row commits per measurement (at most)")
+	budget  = flag.Duration("budget", 15*time.Second, "time per measurement: it stops after -commits commits or this long, with at least 50 commits")
 	jobList = flag.String("jobs", "0,100,1000", "job counts")
 )
 
@@ -127,7 +128,7 @@ CREATE TABLE STREAM app_s ON TABLE app WITH PROPERTIES ('TABLE_STREAM_MODE' = 'S
 		return err
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("application one-row commit latency, %d commits per measurement, %d rounds; load average %s\n", *commits, *rounds, strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Printf("application one-row commit latency, up to %d commits or %s per measurement, %d rounds; load average %s\n", *commits, *budget, *rounds, strings.Join(strings.Fields(string(load))[:3], " "))
 	fmt.Printf("| jobs | design | p50 median (min–max) | p99 median (min–max) |\n|---|---|---|---|\n")
 	for _, n := range counts {
 		for _, d := range []string{"none", "per job", "shared"} {
@@ -198,10 +199,12 @@ func listen(ctx context.Context, url, d string, n int) (func(), error) {
 	}
 }
 
-// measure times *commits one-row autocommit INSERTs into app.
+// measure times one-row autocommit INSERTs into app: *commits of them, or
+// fewer when *budget is spent (at least 50).
 func measure(ctx context.Context, app *pgx.Conn, next *int64) (sample, error) {
 	lat := make([]time.Duration, 0, *commits)
-	for range *commits {
+	start := time.Now()
+	for i := 0; i < *commits && (i < 50 || time.Since(start) < *budget); i++ {
 		*next++
 		t := time.Now()
 		if _, err := app.Exec(ctx, `INSERT INTO app (id, v) VALUES ($1, 1)`, *next); err != nil {
