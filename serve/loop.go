@@ -221,6 +221,22 @@ func (s *Server) execute(ctx context.Context, e *entry, st *state) outcome {
 func (s *Server) attempt(e *entry, st *state) outcome {
 	ctx := s.runCtx
 	name := e.job.Name
+	if s.slots != nil {
+		// Wait for a run slot before taking the job's lock, so that a
+		// waiting job does not keep another process from running it.
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		default:
+			s.metrics.RunSlotWait(name)
+			select {
+			case s.slots <- struct{}{}:
+				defer func() { <-s.slots }()
+			case <-ctx.Done():
+				return outcome{status: StatusCancelled, err: ctx.Err()}
+			}
+		}
+	}
 	if s.cfg.Locker != nil {
 		unlock, ok, err := s.cfg.Locker.TryLock(ctx, name)
 		if err != nil {

@@ -46,6 +46,7 @@ type Metrics struct {
 	stopped     *prometheus.GaugeVec
 	running     *prometheus.GaugeVec
 	skipped     *prometheus.CounterVec
+	slotWaits   *prometheus.CounterVec
 	lastSuccess *prometheus.GaugeVec
 	unrecorded  prometheus.Gauge
 	logRows     *prometheus.GaugeVec
@@ -87,6 +88,9 @@ func NewMetrics() *Metrics {
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_fires_skipped_total", Help: "Scheduled fires skipped because the job was still running here (running) or in another process (locked).",
 		}, []string{"job", "reason"}),
+		slotWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_run_slot_waits_total", Help: "Runs that waited for a run slot because --max-runs runs were under way in this process.",
+		}, job),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sluice_last_success_timestamp_seconds", Help: "Unix time at which the last successful run ended.",
 		}, job),
@@ -101,7 +105,7 @@ func NewMetrics() *Metrics {
 		}),
 	}
 	m.reg.MustRegister(m.runs, m.failures, m.rows, m.duration, m.lagChanges, m.lagSeconds,
-		m.stopped, m.running, m.skipped, m.lastSuccess, m.unrecorded, m.logRows, m.logBytes,
+		m.stopped, m.running, m.skipped, m.slotWaits, m.lastSuccess, m.unrecorded, m.logRows, m.logBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -223,6 +227,12 @@ func (m *Metrics) SetRunning(job string, running bool) {
 // "running" or "locked".
 func (m *Metrics) FireSkipped(job, reason string) {
 	m.skipped.WithLabelValues(job, reason).Inc()
+}
+
+// RunSlotWait counts a run of job that waits for a run slot
+// (Config.MaxRuns).
+func (m *Metrics) RunSlotWait(job string) {
+	m.slotWaits.WithLabelValues(job).Inc()
 }
 
 // Forget drops the gauges of a job that was removed by a reload (counters

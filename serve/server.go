@@ -89,6 +89,12 @@ type Config struct {
 	// IdleBackoff spaces polls of an idle continuous job; zero →
 	// DefaultIdleBackoff().
 	IdleBackoff Backoff
+	// MaxRuns is how many runs of different jobs may be under way at once
+	// in this process; the others wait for a slot (their fires are late,
+	// never lost). It bounds the connections and memory that runs take,
+	// whatever the number of jobs. 0 → DefaultMaxRuns; negative → no
+	// bound.
+	MaxRuns int
 	// UnhealthyAfter is how many consecutive transient failures make a job
 	// unhealthy in /healthz; 0 → 3. A stopped job is always unhealthy.
 	UnhealthyAfter int
@@ -125,6 +131,7 @@ type Server struct {
 	metrics *Metrics
 	node    string
 	rnd     func() float64
+	slots   chan struct{} // one value per run under way (Config.MaxRuns); nil → no bound
 
 	mu         sync.Mutex
 	entries    map[string]*entry
@@ -169,6 +176,12 @@ type state struct {
 	lagHist   []LagPoint // the last LagWindow of measurements, for the status page
 }
 
+// DefaultMaxRuns is Config.MaxRuns when it is 0: a run waits on its
+// database as much as it computes, and a PostgreSQL pool holds at most
+// max(4, CPUs) connections by default, so a few more runs than that keep
+// every connection busy.
+const DefaultMaxRuns = 8
+
 // New returns a Server with no jobs. It returns an error wrapping
 // ErrNoRunFunc when cfg.Run is nil.
 func New(cfg Config) (*Server, error) {
@@ -193,6 +206,12 @@ func New(cfg Config) (*Server, error) {
 	s.cfg.IdleBackoff = cfg.IdleBackoff.orDefault(DefaultIdleBackoff())
 	if s.cfg.UnhealthyAfter <= 0 {
 		s.cfg.UnhealthyAfter = 3
+	}
+	if s.cfg.MaxRuns == 0 {
+		s.cfg.MaxRuns = DefaultMaxRuns
+	}
+	if s.cfg.MaxRuns > 0 {
+		s.slots = make(chan struct{}, s.cfg.MaxRuns)
 	}
 	if s.cfg.LagInterval <= 0 {
 		s.cfg.LagInterval = 15 * time.Second

@@ -36,6 +36,10 @@ const BusyTimeout = 10 * time.Second
 // serve) recovers from a read-only file within this time.
 const ConnMaxLifetime = time.Minute
 
+// MaxIdleConns is how many idle connections to a database file are kept
+// for reuse: two per run of serve's default --max-runs.
+const MaxIdleConns = 16
+
 // Location is where a sqlite: URL points.
 type Location struct {
 	// Path is the absolute file path, or ":memory:" for a private in-memory
@@ -127,6 +131,13 @@ func Open(ctx context.Context, loc Location) (*sql.DB, error) {
 		db.SetMaxIdleConns(4)
 	} else {
 		db.SetConnMaxLifetime(ConnMaxLifetime)
+		// Keep connections for reuse: database/sql keeps 2 idle by default,
+		// so a process with many jobs on one file (sluice serve) closed and
+		// opened connections all the time, and each new connection parses
+		// the whole schema again (issue #19). The number open is not
+		// capped here (a run may hold one connection while it needs
+		// another); serve bounds the runs under way (--max-runs).
+		db.SetMaxIdleConns(MaxIdleConns)
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

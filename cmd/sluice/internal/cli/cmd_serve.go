@@ -27,6 +27,7 @@ type serveFlags struct {
 	conn, state, listen string
 	grace               time.Duration
 	watch               bool
+	maxRuns             int
 }
 
 func newServeCmd(e *env) *cobra.Command {
@@ -50,6 +51,7 @@ func newServeCmd(e *env) *cobra.Command {
 	fl.StringVar(&f.listen, "listen", "", "`ADDRESS` for /healthz and /metrics, e.g. :9464 (default: none)")
 	fl.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, the `DURATION` running batches may take to commit before they are cancelled")
 	fl.BoolVar(&f.watch, "watch", false, "reload job files when they change (also on SIGHUP)")
+	fl.IntVar(&f.maxRuns, "max-runs", serve.DefaultMaxRuns, "at most `N` runs under way at once; other jobs wait for a slot (bounds connections and memory whatever the number of jobs)")
 	return c
 }
 
@@ -80,7 +82,7 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 			}
 			return r.Run(ctx, prep)
 		},
-		Log: log, Locker: store, History: store, Listen: f.listen,
+		Log: log, Locker: store, History: store, Listen: f.listen, MaxRuns: max(f.maxRuns, 1),
 		Lag: lagFunc(r), Waker: listeners.waker, TrimLogs: r.TrimLogs,
 	})
 	if err != nil {
