@@ -38,6 +38,10 @@ var (
 	// incarnation of its stream (StreamReplacedError says which and how
 	// to go on).
 	ErrStreamReplaced = errors.New("the job's checkpoint belongs to another incarnation of its stream")
+	// ErrNoDiff: `sluice diff` cannot compare the job's target with its
+	// source (an append-style mode, a SQL MERGE INTO, a backend that
+	// cannot hash its tables, a missing target); the error says why.
+	ErrNoDiff = errors.New("job cannot be diffed")
 )
 
 // StaleError is the error of reading a stale stream: it wraps

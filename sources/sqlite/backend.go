@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicedata/sluice/expr"
 	"github.com/sluicedata/sluice/internal/redact"
+	"github.com/sluicedata/sluice/internal/rowhash"
 	"github.com/sluicedata/sluice/internal/sqlitex"
 	"github.com/sluicedata/sluice/runner"
 	sinksqlite "github.com/sluicedata/sluice/sinks/sqlite"
@@ -90,11 +91,15 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 }
 
 // registerFunctions registers expr's SQL functions (expr.SQLiteFunctions,
-// which SQL rendered for SQLite calls) on the driver, once per process.
+// which SQL rendered for SQLite calls) and sluice diff's row hashes
+// (rowhash.Functions) on the driver, once per process.
 func registerFunctions() error {
 	fs := make([]sqlitex.Function, len(expr.SQLiteFunctions))
 	for i, f := range expr.SQLiteFunctions {
 		fs[i] = sqlitex.Function{Name: f.Name, NArgs: int32(f.NArgs), Fn: f.Func}
+	}
+	for _, f := range rowhash.Functions {
+		fs = append(fs, sqlitex.Function{Name: f.Name, NArgs: int32(f.NArgs), Fn: f.Func})
 	}
 	return sqlitex.RegisterFunctions(fs)
 }

@@ -1,0 +1,288 @@
+// Package rowhash computes, inside SQLite and PostgreSQL, hashes of rows in
+// a canonical text form for `sluice diff` (runner.Runner.Diff), and the same
+// hashes in Go.
+//
+// The canonical text of a non-NULL value of logical type t is
+// rowcmp.Text(rowcmp.Canon(v, t)): integers in decimal, DECIMAL without
+// trailing fractional zeros (1.50 → "1.5"), TIMESTAMP in UTC
+// ("2024-01-15 10:00:00.5+00:00"), DATE "2006-01-02", BOOLEAN
+// "true"/"false", BINARY "0x…" in lower-case hex, text as is. A row's text
+// is each column's text encoded as "N" for NULL or "V<length>:<text>"
+// (length in characters), concatenated: the encoding is injective, so two
+// rows get one text only when every column is rowcmp-equal (and NULL never
+// equals the empty string). Hash64 is the first 8 bytes of the text's MD5,
+// big-endian, as a signed 64-bit integer — in PostgreSQL
+// ('x' || substr(md5(text), 1, 16))::bit(64)::bigint.
+//
+// PostgreSQL computes the canonical text in SQL (PGCanon); SQLite, whose
+// DECIMAL and TIMESTAMP values are text in the storage conventions of
+// docs/architecture.md, calls the Go functions of Functions, which use
+// rowcmp directly. The two agree for every type but FLOAT/DOUBLE (whose
+// shortest texts PostgreSQL and Go may write differently) and the
+// text-carried JSON and NATIVE types (whose texts depend on the writer):
+// for those a value may hash differently on the two backends, which costs
+// a diff a fetch of the rows, never a wrong answer, as long as they are not
+// keys (KeyComparable).
+package rowhash
+
+import (
+	"crypto/md5"
+	"database/sql/driver"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/rowcmp"
+)
+
+// CanonType is the type values of t are canonicalized as: t itself,
+// except that a DECIMAL loses its precision and scale (values compare by
+// number, never rounded to a column's scale).
+func CanonType(t cdc.Type) cdc.Type {
+	if t.Kind == cdc.KindDecimal {
+		return cdc.Type{Kind: cdc.KindDecimal}
+	}
+	return t
+}
+
+// Text returns the canonical text of v as type t, ok false for NULL. A
+// value rowcmp cannot convert to t is rendered with cdc.FormatValue (it
+// then equals only the same text).
+func Text(v any, t cdc.Type) (s string, ok bool) {
+	c, err := rowcmp.Canon(v, CanonType(t))
+	if err != nil {
+		return "!" + cdc.FormatValue(v, t), true
+	}
+	if c == rowcmp.Null {
+		return "", false
+	}
+	return c[1:], true
+}
+
+// AppendEncoded appends one column's encoding to b: "N" for NULL (ok
+// false), else "V<characters>:<text>".
+func AppendEncoded(b []byte, s string, ok bool) []byte {
+	if !ok {
+		return append(b, 'N')
+	}
+	b = append(b, 'V')
+	b = strconv.AppendInt(b, int64(utf8.RuneCountInString(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
+}
+
+// Hash64 returns the first 8 bytes of md5(text), big-endian, as int64.
+func Hash64(text []byte) int64 {
+	sum := md5.Sum(text)
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// HashValues returns Hash64 of the row text of vals, each of the type at
+// the same position of types.
+func HashValues(vals []any, types []cdc.Type) int64 {
+	var b []byte
+	for i, v := range vals {
+		s, ok := Text(v, types[i])
+		b = AppendEncoded(b, s, ok)
+	}
+	return Hash64(b)
+}
+
+// Bucket returns the bucket of a key hash: its top bits bits (0 < bits < 32).
+func Bucket(h int64, bits int) uint32 {
+	return uint32((h >> (64 - bits)) & (1<<bits - 1))
+}
+
+// KeyComparable reports whether a key column of type t hashes the same on
+// SQLite and PostgreSQL (see the package doc); a diff across the two
+// refuses other key types.
+func KeyComparable(t cdc.Type) bool {
+	switch {
+	case t.Kind == cdc.KindFloat, t.Kind == cdc.KindDouble, t.Kind == cdc.KindJSON, t.Kind == cdc.KindNative:
+		return false
+	}
+	return true
+}
+
+// --- PostgreSQL ---
+
+// PGCanon returns SQL computing the canonical text of x, a PostgreSQL
+// expression of type t (NULL for NULL), in a session whose DateStyle is
+// any.
+func PGCanon(x string, t cdc.Type) string {
+	switch {
+	case t.Kind.IsInteger():
+		return "(" + x + ")::text"
+	case t.Kind == cdc.KindBoolean:
+		return "CASE (" + x + ")::boolean WHEN true THEN 'true' WHEN false THEN 'false' END"
+	case t.Kind == cdc.KindDecimal:
+		return "trim_scale((" + x + ")::numeric)::text"
+	case t.Kind == cdc.KindDate:
+		return "to_char(" + x + ", 'YYYY-MM-DD')"
+	case t.Kind == cdc.KindTimestamp:
+		at := "(" + x + ") AT TIME ZONE 'UTC'"
+		if t.Native == cdc.TimestampNTZ || strings.HasPrefix(t.Native, "timestamp without") {
+			at = "(" + x + ")"
+		}
+		return "rtrim(rtrim(to_char(" + at + ", 'YYYY-MM-DD HH24:MI:SS.US'), '0'), '.') || '+00:00'"
+	case t.Kind == cdc.KindBinary:
+		return "'0x' || encode(" + x + ", 'hex')"
+	}
+	return "(" + x + ")::text"
+}
+
+// PGHash returns SQL computing Hash64 of the row text of the canonical
+// texts cs (PGCanon results), as bigint.
+func PGHash(cs []string) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = "coalesce('V' || length(" + c + ") || ':' || " + c + ", 'N')"
+	}
+	return "('x' || substr(md5(" + strings.Join(parts, " || ") + "), 1, 16))::bit(64)::bigint"
+}
+
+// --- SQLite ---
+
+// SQLite function names (registered by sources/sqlite from Functions).
+const (
+	// FuncHash is sluice_diff_hash(types, v1, …, vn): Hash64 of the row
+	// text of the stored values v1…vn, types being TypesArg of their types.
+	FuncHash = "sluice_diff_hash"
+	// FuncCanon is sluice_diff_canon(types, v): the canonical text of the
+	// stored value v (NULL for NULL), types being TypesArg of its one type.
+	FuncCanon = "sluice_diff_canon"
+)
+
+// Function is a SQLite scalar function: name, number of arguments (-1:
+// any) and its body over driver values.
+type Function struct {
+	Name  string
+	NArgs int
+	Func  func(args []driver.Value) (driver.Value, error)
+}
+
+// Functions are the SQLite functions SQLiteHash and SQLiteCanon call.
+var Functions = []Function{
+	{Name: FuncHash, NArgs: -1, Func: sqlHash},
+	{Name: FuncCanon, NArgs: 2, Func: sqlCanon},
+}
+
+// TypesArg renders types as the first argument of FuncHash and FuncCanon:
+// a SQL string literal of their JSON.
+func TypesArg(types []cdc.Type) string {
+	b, _ := json.Marshal(types)
+	return "'" + strings.ReplaceAll(string(b), "'", "''") + "'"
+}
+
+// SQLiteHash returns SQL computing Hash64 of the row text of the SQLite
+// expressions xs, of types types.
+func SQLiteHash(xs []string, types []cdc.Type) string {
+	return FuncHash + "(" + TypesArg(types) + ", " + strings.Join(xs, ", ") + ")"
+}
+
+// SQLiteCanon returns SQL computing the canonical text of the SQLite
+// expression x of type t.
+func SQLiteCanon(x string, t cdc.Type) string {
+	if t.Kind.IsPlainText() {
+		return "CAST(" + x + " AS TEXT)"
+	}
+	return FuncCanon + "(" + TypesArg([]cdc.Type{t}) + ", " + x + ")"
+}
+
+var typeCache sync.Map // types argument text → []cdc.Type
+
+func parseTypes(v driver.Value) ([]cdc.Type, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("%s: the first argument must be the types' text", FuncHash)
+	}
+	if ts, ok := typeCache.Load(s); ok {
+		return ts.([]cdc.Type), nil
+	}
+	var ts []cdc.Type
+	if err := json.Unmarshal([]byte(s), &ts); err != nil {
+		return nil, fmt.Errorf("%s: types %q: %w", FuncHash, s, err)
+	}
+	typeCache.Store(s, ts)
+	return ts, nil
+}
+
+// storage converts a SQLite driver value to what rowcmp.Canon reads.
+func storage(v driver.Value, t cdc.Type) any {
+	switch x := v.(type) {
+	case []byte:
+		if t.Kind != cdc.KindBinary {
+			return string(x)
+		}
+	case int64:
+		if t.Kind == cdc.KindDecimal {
+			return strconv.FormatInt(x, 10)
+		}
+	case float64:
+		if t.Kind == cdc.KindDecimal {
+			return strconv.FormatFloat(x, 'f', -1, 64)
+		}
+	}
+	return v
+}
+
+func sqlHash(args []driver.Value) (driver.Value, error) {
+	if len(args) < 2 {
+		return nil, fmt.Errorf("%s: want the types and at least one value", FuncHash)
+	}
+	ts, err := parseTypes(args[0])
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) != len(args)-1 {
+		return nil, fmt.Errorf("%s: %d types for %d values", FuncHash, len(ts), len(args)-1)
+	}
+	b := make([]byte, 0, 64)
+	for i, v := range args[1:] {
+		var s string
+		ok := v != nil
+		if ok {
+			switch x := v.(type) {
+			case int64:
+				if ts[i].Kind.IsInteger() {
+					s = strconv.FormatInt(x, 10)
+					break
+				}
+				s, ok = Text(storage(v, ts[i]), ts[i])
+			case string:
+				if ts[i].Kind.IsPlainText() {
+					s = x
+					break
+				}
+				s, ok = Text(storage(v, ts[i]), ts[i])
+			default:
+				s, ok = Text(storage(v, ts[i]), ts[i])
+			}
+		}
+		b = AppendEncoded(b, s, ok)
+	}
+	return Hash64(b), nil
+}
+
+func sqlCanon(args []driver.Value) (driver.Value, error) {
+	ts, err := parseTypes(args[0])
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) != 1 {
+		return nil, fmt.Errorf("%s: want one type", FuncCanon)
+	}
+	if args[1] == nil {
+		return nil, nil
+	}
+	s, ok := Text(storage(args[1], ts[0]), ts[0])
+	if !ok {
+		return nil, nil
+	}
+	return s, nil
+}

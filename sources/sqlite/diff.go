@@ -1,0 +1,134 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/sluicedata/sluice/expr"
+	"github.com/sluicedata/sluice/internal/rowhash"
+	"github.com/sluicedata/sluice/runner"
+)
+
+var _ runner.Differ = (*Backend)(nil)
+
+// DiffRead implements runner.Differ: a read transaction (WAL: it sees the
+// database as of its first query while writers go on).
+func (b *Backend) DiffRead(ctx context.Context) (runner.DiffReader, error) {
+	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("diff: begin a read of %s: %w", b.loc.Path, err)
+	}
+	return &diffReader{tx: tx}, nil
+}
+
+type diffReader struct{ tx *sql.Tx }
+
+func (d *diffReader) Close() error { return d.tx.Rollback() }
+
+// diffSQL renders rel's inner query: the bucket b, then (with cols) each
+// column's canonical text, from rel's rows.
+//
+//	SELECT (sluice_diff_hash('[types of the keys]', k1, …) >> (64-bits)) & mask AS b,
+//	       sluice_diff_hash('[types]', c1, …) AS h          -- buckets
+//	       sluice_diff_canon('[type]', c1) AS c0, …         -- rows
+//	FROM "t" WHERE …
+func diffSQL(rel *runner.DiffRelation, bits int, rows bool) (string, error) {
+	xs := make([]string, len(rel.Columns))
+	for i := range rel.Columns {
+		x, err := rel.Columns[i].SQL(expr.SQLite, expr.QuoteIdent)
+		if err != nil {
+			return "", fmt.Errorf("diff: column %s: %w", rel.Columns[i].Name, err)
+		}
+		xs[i] = x
+	}
+	types := rel.Types()
+	var b strings.Builder
+	fmt.Fprintf(&b, "SELECT (%s >> %d) & %d AS b", rowhash.SQLiteHash(xs[:rel.Keys], types[:rel.Keys]), 64-bits, 1<<bits-1)
+	if rows {
+		for i, x := range xs {
+			fmt.Fprintf(&b, ", %s AS c%d", rowhash.SQLiteCanon(x, types[i]), i)
+		}
+	} else {
+		fmt.Fprintf(&b, ", %s AS h", rowhash.SQLiteHash(xs, types))
+	}
+	fmt.Fprintf(&b, " FROM %s", expr.QuoteIdent(rel.Table))
+	w, err := rel.WhereSQL(expr.SQLite, expr.QuoteIdent)
+	if err != nil {
+		return "", fmt.Errorf("diff: filter: %w", err)
+	}
+	if w != "" {
+		b.WriteString(" WHERE " + w)
+	}
+	return b.String(), nil
+}
+
+// Buckets implements runner.DiffReader.
+func (d *diffReader) Buckets(ctx context.Context, rel *runner.DiffRelation, bits int, fn func(runner.BucketSum) error) error {
+	inner, err := diffSQL(rel, bits, false)
+	if err != nil {
+		return err
+	}
+	q := "SELECT b, count(*), sum((h >> 32) & 4294967295), sum(h & 4294967295) FROM (" + inner + ") GROUP BY b ORDER BY b"
+	rows, err := d.tx.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("diff: hash %s: %w", rel.Table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s runner.BucketSum
+		if err := rows.Scan(&s.Bucket, &s.Count, &s.Sum1, &s.Sum2); err != nil {
+			return fmt.Errorf("diff: hash %s: %w", rel.Table, err)
+		}
+		if err := fn(s); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("diff: hash %s: %w", rel.Table, err)
+	}
+	return nil
+}
+
+// Rows implements runner.DiffReader.
+func (d *diffReader) Rows(ctx context.Context, rel *runner.DiffRelation, bits int, buckets []uint32, fn func(uint32, []*string) error) error {
+	inner, err := diffSQL(rel, bits, true)
+	if err != nil {
+		return err
+	}
+	q := "SELECT * FROM (" + inner + ")"
+	var args []any
+	if buckets != nil {
+		list, _ := json.Marshal(buckets)
+		q += " WHERE b IN (SELECT value FROM json_each(?))"
+		args = append(args, string(list))
+	}
+	q += " ORDER BY b"
+	rows, err := d.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("diff: read %s: %w", rel.Table, err)
+	}
+	defer rows.Close()
+	n := len(rel.Columns)
+	for rows.Next() {
+		var bk int64
+		cols := make([]*string, n)
+		dest := make([]any, n+1)
+		dest[0] = &bk
+		for i := range cols {
+			dest[i+1] = &cols[i]
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("diff: read %s: %w", rel.Table, err)
+		}
+		if err := fn(uint32(bk), cols); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("diff: read %s: %w", rel.Table, err)
+	}
+	return nil
+}
