@@ -190,6 +190,14 @@ func (r *Runner) Diff(ctx context.Context, prep *Prepared, opt DiffOptions) (res
 			}
 		}
 	}
+	if sd.Scheme() == td.Scheme() {
+		src.Native, tgt.Native = true, true
+		for i := range src.Keys {
+			if rowhash.Class(src.Columns[i].Type) != rowhash.Class(tgt.Columns[i].Type) {
+				src.Native, tgt.Native = false, false
+			}
+		}
+	}
 	if res.Pending, err = r.diffPending(ctx, prep); err != nil {
 		return res, err
 	}

@@ -57,6 +57,13 @@ type DiffRelation struct {
 	// Null names columns that must be NULL for a row to count
 	// (__valid_to of a history, __deleted_at of a soft-delete merge).
 	Null []string
+	// Native is true when the other side is a database of the same kind
+	// whose key columns have the same rowhash.Class: the backend may then
+	// hash with its own functions (PostgreSQL's hash_record_extended)
+	// instead of rowhash's canonical text, as long as equal values by
+	// rowcmp's rules hash alike on both sides. Bucket sums are then
+	// comparable only with the same backend's.
+	Native bool
 }
 
 // DiffColumn is one compared column of a DiffRelation.

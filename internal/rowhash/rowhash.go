@@ -109,7 +109,68 @@ func KeyComparable(t cdc.Type) bool {
 	return true
 }
 
+// Class names the values a column of type t compares with: two columns of
+// one class hold comparable values in one database (integers, DECIMAL,
+// text, TIMESTAMP with zone, TIMESTAMP without zone, …).
+func Class(t cdc.Type) string {
+	switch {
+	case t.Kind.IsInteger():
+		return "integer"
+	case t.Kind.IsPlainText():
+		return "text"
+	case t.Kind == cdc.KindTimestamp && isNTZ(t):
+		return "timestamp_ntz"
+	case t.Kind == cdc.KindNative:
+		return "native " + t.Native
+	}
+	return t.Kind.String()
+}
+
+func isNTZ(t cdc.Type) bool {
+	return t.Native == cdc.TimestampNTZ || strings.HasPrefix(t.Native, "timestamp without")
+}
+
 // --- PostgreSQL ---
+
+// PGNative returns x cast to the PostgreSQL type that PGNativeHash hashes
+// values of type t as: bigint for integers, numeric for DECIMAL (whose
+// hash ignores trailing zeros: 1.50 and 1.5 hash alike), text, timestamptz
+// (hashed by instant), jsonb for JSON, text for native types.
+func PGNative(x string, t cdc.Type) string {
+	switch {
+	case t.Kind.IsInteger():
+		return "(" + x + ")::bigint"
+	case t.Kind == cdc.KindDecimal:
+		return "(" + x + ")::numeric"
+	case t.Kind.IsPlainText(), t.Kind == cdc.KindUUID, t.Kind == cdc.KindNative:
+		return "(" + x + ")::text"
+	case t.Kind == cdc.KindJSON:
+		return "(" + x + ")::jsonb"
+	case t.Kind == cdc.KindTimestamp && isNTZ(t):
+		return "(" + x + ")::timestamp"
+	case t.Kind == cdc.KindTimestamp:
+		return "(" + x + ")::timestamptz"
+	case t.Kind == cdc.KindDate:
+		return "(" + x + ")::date"
+	case t.Kind == cdc.KindBoolean:
+		return "(" + x + ")::boolean"
+	case t.Kind == cdc.KindFloat, t.Kind == cdc.KindDouble:
+		return "(" + x + ")::float8"
+	case t.Kind == cdc.KindBinary:
+		return "(" + x + ")::bytea"
+	}
+	return "(" + x + ")::text"
+}
+
+// PGNativeHash returns SQL hashing the PGNative expressions xs with
+// PostgreSQL's own hash functions (hash_record_extended, PostgreSQL 14+):
+// about five times faster than PGHash, and equal for values PostgreSQL
+// calls equal (numeric by number, timestamptz by instant; text byte for
+// byte under a deterministic collation), but not reproducible outside
+// PostgreSQL: both sides of a diff must be PostgreSQL.
+func PGNativeHash(xs []string) string {
+	return "hash_record_extended(ROW(" + strings.Join(xs, ", ") + "), 0)"
+}
 
 // PGCanon returns SQL computing the canonical text of x, a PostgreSQL
 // expression of type t (NULL for NULL), in a session whose DateStyle is

@@ -33,7 +33,9 @@ type diffReader struct {
 func (d *diffReader) Close() error { return d.tx.Rollback(d.ctx) }
 
 // diffSQL renders rel's inner query: the bucket b, then (with rows) each
-// column's canonical text, else the row's hash h.
+// column's canonical text, else the row's hash h. Hashes are rowhash's
+// (MD5 of the canonical text), or with rel.Native PostgreSQL's own
+// (rowhash.PGNativeHash: hash_record_extended(ROW(c1::numeric, …), 0)).
 //
 //	SELECT (('x' || substr(md5(<key text>), 1, 16))::bit(64)::bigint >> (64-bits)) & mask AS b,
 //	       ('x' || substr(md5(<row text>), 1, 16))::bit(64)::bigint AS h   -- buckets
@@ -41,21 +43,29 @@ func (d *diffReader) Close() error { return d.tx.Rollback(d.ctx) }
 //	FROM "t" WHERE …
 func diffSQL(rel *runner.DiffRelation, bits int, rows bool) (string, error) {
 	cs := make([]string, len(rel.Columns))
+	ns := make([]string, len(rel.Columns))
 	for i := range rel.Columns {
 		x, err := rel.Columns[i].SQL(sinkpg.Dialect, sinkpg.Quote)
 		if err != nil {
 			return "", fmt.Errorf("diff: column %s: %w", rel.Columns[i].Name, err)
 		}
 		cs[i] = rowhash.PGCanon(x, rel.Columns[i].Type)
+		ns[i] = rowhash.PGNative(x, rel.Columns[i].Type)
+	}
+	hash := rowhash.PGHash
+	if rel.Native {
+		hash = rowhash.PGNativeHash
+	} else {
+		ns = cs
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT (%s >> %d) & %d::bigint AS b", rowhash.PGHash(cs[:rel.Keys]), 64-bits, 1<<bits-1)
+	fmt.Fprintf(&b, "SELECT (%s >> %d) & %d::bigint AS b", hash(ns[:rel.Keys]), 64-bits, 1<<bits-1)
 	if rows {
 		for i, c := range cs {
 			fmt.Fprintf(&b, ", %s AS c%d", c, i)
 		}
 	} else {
-		fmt.Fprintf(&b, ", %s AS h", rowhash.PGHash(cs))
+		fmt.Fprintf(&b, ", %s AS h", hash(ns))
 	}
 	fmt.Fprintf(&b, " FROM %s", sinkpg.Quote(rel.Table))
 	w, err := rel.WhereSQL(sinkpg.Dialect, sinkpg.Quote)
