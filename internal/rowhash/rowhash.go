@@ -31,6 +31,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,6 +228,14 @@ type Function struct {
 	Func  func(args []driver.Value) (driver.Value, error)
 }
 
+// FuncBuckets is the aggregate sluice_diff_buckets(bits, keys, types,
+// v1, …, vn): over its rows, each row's bucket (the top bits bits of the
+// hash of its first keys values) with the bucket's row count and the sums
+// of the high and low 32 bits of its rows' hashes, as a BLOB that
+// DecodeBuckets reads. One pass, no sort: the diff's first level on
+// SQLite (NewBuckets is its Go side).
+const FuncBuckets = "sluice_diff_buckets"
+
 // Functions are the SQLite functions SQLiteHash and SQLiteCanon call.
 var Functions = []Function{
 	{Name: FuncHash, NArgs: -1, Func: sqlHash},
@@ -238,6 +247,12 @@ var Functions = []Function{
 func TypesArg(types []cdc.Type) string {
 	b, _ := json.Marshal(types)
 	return "'" + strings.ReplaceAll(string(b), "'", "''") + "'"
+}
+
+// TypesArgValue is the value of TypesArg (without SQL quoting).
+func TypesArgValue(types []cdc.Type) string {
+	b, _ := json.Marshal(types)
+	return string(b)
 }
 
 // SQLiteHash returns SQL computing Hash64 of the row text of the SQLite
@@ -305,29 +320,37 @@ func sqlHash(args []driver.Value) (driver.Value, error) {
 	}
 	b := make([]byte, 0, 64)
 	for i, v := range args[1:] {
-		var s string
-		ok := v != nil
-		if ok {
-			switch x := v.(type) {
-			case int64:
-				if ts[i].Kind.IsInteger() {
-					s = strconv.FormatInt(x, 10)
-					break
-				}
-				s, ok = Text(storage(v, ts[i]), ts[i])
-			case string:
-				if ts[i].Kind.IsPlainText() {
-					s = x
-					break
-				}
-				s, ok = Text(storage(v, ts[i]), ts[i])
-			default:
-				s, ok = Text(storage(v, ts[i]), ts[i])
-			}
-		}
-		b = AppendEncoded(b, s, ok)
+		b = appendStored(b, v, ts[i])
 	}
 	return Hash64(b), nil
+}
+
+// appendStored appends the encoding of a value SQLite stores (driver
+// value v of type t) to b.
+func appendStored(b []byte, v driver.Value, t cdc.Type) []byte {
+	var s string
+	ok := v != nil
+	if ok {
+		switch x := v.(type) {
+		case int64:
+			if t.Kind.IsInteger() {
+				b = append(b, 'V')
+				n := len(b)
+				b = strconv.AppendInt(b, x, 10)
+				digits := string(b[n:])
+				b = b[:n]
+				b = strconv.AppendInt(b, int64(len(digits)), 10)
+				b = append(b, ':')
+				return append(b, digits...)
+			}
+			s, ok = Text(storage(v, t), t)
+		case string:
+			s, ok = storedText(x, t)
+		default:
+			s, ok = Text(storage(v, t), t)
+		}
+	}
+	return AppendEncoded(b, s, ok)
 }
 
 func sqlCanon(args []driver.Value) (driver.Value, error) {
@@ -341,9 +364,204 @@ func sqlCanon(args []driver.Value) (driver.Value, error) {
 	if args[1] == nil {
 		return nil, nil
 	}
-	s, ok := Text(storage(args[1], ts[0]), ts[0])
+	var s string
+	var ok bool
+	if x, isText := args[1].(string); isText {
+		s, ok = storedText(x, ts[0])
+	} else {
+		s, ok = Text(storage(args[1], ts[0]), ts[0])
+	}
 	if !ok {
 		return nil, nil
 	}
 	return s, nil
+}
+
+// storedText is Text for a value SQLite stores as text: plain text as is,
+// and DECIMAL and TIMESTAMP in the forms sluice stores them (a plain
+// decimal number; "2006-01-02 15:04:05[.f]+00:00") canonicalized without
+// parsing, which is most of a diff's time on SQLite; anything else
+// through Text.
+func storedText(x string, t cdc.Type) (string, bool) {
+	switch {
+	case t.Kind.IsPlainText():
+		return x, true
+	case t.Kind == cdc.KindDecimal:
+		if c, ok := plainDecimal(x); ok {
+			return c, true
+		}
+	case t.Kind == cdc.KindTimestamp:
+		if utcTimestamp(x) {
+			return x, true
+		}
+	}
+	return Text(x, t)
+}
+
+// plainDecimal returns the canonical text (decimal.Decimal.String) of a
+// number written as -?digits[.digits], ok false for any other form.
+func plainDecimal(x string) (string, bool) {
+	neg := strings.HasPrefix(x, "-")
+	d := x
+	if neg {
+		d = x[1:]
+	}
+	intPart, frac, hasDot := strings.Cut(d, ".")
+	if intPart == "" || hasDot && frac == "" || !allDigits(intPart) || !allDigits(frac) {
+		return "", false
+	}
+	intPart = strings.TrimLeft(intPart, "0")
+	if intPart == "" {
+		intPart = "0"
+	}
+	frac = strings.TrimRight(frac, "0")
+	c := intPart
+	if frac != "" {
+		c += "." + frac
+	}
+	if neg && c != "0" {
+		c = "-" + c
+	}
+	return c, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// utcTimestamp reports whether x is already the canonical text of a
+// TIMESTAMP: "YYYY-MM-DD HH:MM:SS+00:00" with an optional fraction of 1–9
+// digits not ending in 0 before the zone.
+func utcTimestamp(x string) bool {
+	if len(x) < 25 || !strings.HasSuffix(x, "+00:00") {
+		return false
+	}
+	for i := 0; i < 19; i++ {
+		switch i {
+		case 4, 7:
+			if x[i] != '-' {
+				return false
+			}
+		case 10:
+			if x[i] != ' ' {
+				return false
+			}
+		case 13, 16:
+			if x[i] != ':' {
+				return false
+			}
+		default:
+			if x[i] < '0' || x[i] > '9' {
+				return false
+			}
+		}
+	}
+	frac := x[19 : len(x)-6]
+	if frac == "" {
+		return true
+	}
+	return len(frac) >= 2 && len(frac) <= 10 && frac[0] == '.' && allDigits(frac[1:]) && frac[len(frac)-1] != '0'
+}
+
+// Buckets is the state of one FuncBuckets aggregate.
+type Buckets struct {
+	types []cdc.Type
+	bits  int
+	keys  int
+	sums  map[uint32]*[3]int64
+	buf   []byte
+}
+
+// NewBuckets returns an empty FuncBuckets state.
+func NewBuckets() *Buckets { return &Buckets{sums: map[uint32]*[3]int64{}} }
+
+// Step adds one row: args are bits, keys, the types' text (TypesArg) and
+// the row's stored values. It retains none of them (SQLite may pass
+// volatile strings).
+func (a *Buckets) Step(args []driver.Value) error {
+	if a.types == nil {
+		if len(args) < 4 {
+			return fmt.Errorf("%s: want bits, keys, types and values", FuncBuckets)
+		}
+		bits, ok1 := args[0].(int64)
+		keys, ok2 := args[1].(int64)
+		s, ok3 := args[2].(string)
+		if !ok1 || !ok2 || !ok3 || bits < 1 || bits > 31 || keys < 1 {
+			return fmt.Errorf("%s: bad bits, keys or types", FuncBuckets)
+		}
+		var ts []cdc.Type
+		if err := json.Unmarshal([]byte(s), &ts); err != nil {
+			return fmt.Errorf("%s: types: %w", FuncBuckets, err)
+		}
+		if len(ts) != len(args)-3 || int(keys) > len(ts) {
+			return fmt.Errorf("%s: %d types for %d values", FuncBuckets, len(ts), len(args)-3)
+		}
+		a.types, a.bits, a.keys = ts, int(bits), int(keys)
+	}
+	vals := args[3:]
+	b := a.buf[:0]
+	for i := 0; i < a.keys; i++ {
+		b = appendStored(b, vals[i], a.types[i])
+	}
+	bucket := Bucket(Hash64(b), a.bits)
+	b = b[:0]
+	for i, v := range vals {
+		b = appendStored(b, v, a.types[i])
+	}
+	h := Hash64(b)
+	a.buf = b
+	acc := a.sums[bucket]
+	if acc == nil {
+		acc = new([3]int64)
+		a.sums[bucket] = acc
+	}
+	acc[0]++
+	acc[1] += (h >> 32) & 0xFFFFFFFF
+	acc[2] += h & 0xFFFFFFFF
+	return nil
+}
+
+// Final returns the buckets as a BLOB: per non-empty bucket, in bucket
+// order, the bucket (4 bytes) and its count and two sums (8 bytes each),
+// big-endian.
+func (a *Buckets) Final() []byte {
+	keys := make([]uint32, 0, len(a.sums))
+	for k := range a.sums {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]byte, 0, 28*len(keys))
+	for _, k := range keys {
+		acc := a.sums[k]
+		out = binary.BigEndian.AppendUint32(out, k)
+		for _, v := range acc {
+			out = binary.BigEndian.AppendUint64(out, uint64(v))
+		}
+	}
+	return out
+}
+
+// DecodeBuckets calls fn for each bucket of a Final BLOB.
+func DecodeBuckets(blob []byte, fn func(bucket uint32, count, sum1, sum2 int64) error) error {
+	if len(blob)%28 != 0 {
+		return fmt.Errorf("%s: a result of %d bytes", FuncBuckets, len(blob))
+	}
+	for i := 0; i < len(blob); i += 28 {
+		r := blob[i:]
+		if err := fn(binary.BigEndian.Uint32(r), int64(binary.BigEndian.Uint64(r[4:])), int64(binary.BigEndian.Uint64(r[12:])), int64(binary.BigEndian.Uint64(r[20:]))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SQLiteBuckets returns the FuncBuckets call over the SQLite expressions
+// xs of types types, the first keys of them the key.
+func SQLiteBuckets(bits, keys int, xs []string, types []cdc.Type) string {
+	return fmt.Sprintf("%s(%d, %d, %s, %s)", FuncBuckets, bits, keys, TypesArg(types), strings.Join(xs, ", "))
 }

@@ -2,6 +2,7 @@ package rowhash_test
 
 import (
 	"context"
+	"database/sql/driver"
 	"fmt"
 	"testing"
 	"time"
@@ -92,5 +93,34 @@ func TestEncodingIsInjective(t *testing.T) {
 			t.Errorf("%q and %q hash alike", prev, row)
 		}
 		seen[h] = row
+	}
+}
+
+// TestStoredTextFastPaths: SQLite's fast canonicalization of stored
+// DECIMAL and TIMESTAMP text gives what the parsing path (Text) gives.
+func TestStoredTextFastPaths(t *testing.T) {
+	for _, tc := range []struct {
+		v string
+		t cdc.Type
+	}{
+		{"1.50", cdc.Decimal(10, 2)}, {"1.5", cdc.Decimal(10, 2)}, {"0.00", cdc.Decimal(10, 2)}, {"-0.00", cdc.Decimal(10, 2)},
+		{"-7.25", cdc.Decimal(10, 2)}, {"100", cdc.Decimal(10, 0)}, {"100.000", cdc.TypeNumeric}, {"007.50", cdc.Decimal(10, 2)},
+		{"-0.05", cdc.Decimal(10, 2)}, {"123456789012345678901234567890.0001000", cdc.TypeNumeric}, {"1e3", cdc.TypeNumeric},
+		{".5", cdc.TypeNumeric}, {"5.", cdc.TypeNumeric}, {"NaN", cdc.TypeNumeric}, {"", cdc.TypeNumeric},
+		{"2024-01-15 10:00:00+00:00", cdc.TypeTimestamp}, {"2024-01-15 10:00:00.5+00:00", cdc.TypeTimestamp},
+		{"2024-01-15 10:00:00.123456789+00:00", cdc.TypeTimestamp}, {"2024-01-15 10:00:00.50+00:00", cdc.TypeTimestamp},
+		{"2024-01-15 11:00:00.5+01:00", cdc.TypeTimestamp}, {"0099-03-01 00:00:00+00:00", cdc.TypeTimestamp},
+		{"2024-01-15T10:00:00Z", cdc.TypeTimestamp}, {"2024-01-15 10:00:00", cdc.Type{Kind: cdc.KindTimestamp, Native: cdc.TimestampNTZ}},
+	} {
+		got := rowhash.HashValues([]any{tc.v}, []cdc.Type{tc.t})
+		fn := rowhash.Functions[0].Func
+		h, err := fn([]driver.Value{rowhash.TypesArgValue([]cdc.Type{tc.t}), tc.v})
+		if err != nil {
+			t.Fatalf("%q: %v", tc.v, err)
+		}
+		if h.(int64) != got {
+			want, _ := rowhash.Text(tc.v, tc.t)
+			t.Errorf("%q as %s: the SQLite function hashes differently from Text (%q)", tc.v, tc.t, want)
+		}
 	}
 }

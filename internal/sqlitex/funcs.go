@@ -54,3 +54,59 @@ func Registered(name string) bool {
 	defer funcMu.Unlock()
 	return registered[name]
 }
+
+// Aggregate is an aggregate SQL function to register on the driver, such
+// as rowhash's sluice_diff_buckets.
+type Aggregate struct {
+	Name string
+	// NArgs is the number of arguments, -1 for variadic.
+	NArgs int32
+	// New returns the state of one evaluation.
+	New func() AggregateState
+}
+
+// AggregateState is one evaluation of an Aggregate. Step must not retain
+// string or []byte arguments past its return (they are views into
+// SQLite's memory).
+type AggregateState interface {
+	Step(args []driver.Value) error
+	Final() (driver.Value, error)
+}
+
+// RegisterAggregates registers as on the driver for the whole process, as
+// RegisterFunctions does scalar functions.
+func RegisterAggregates(as []Aggregate) error {
+	funcMu.Lock()
+	defer funcMu.Unlock()
+	for _, a := range as {
+		if registered[a.Name] {
+			continue
+		}
+		newState := a.New
+		err := sqlite.RegisterFunction(a.Name, &sqlite.FunctionImpl{
+			NArgs: a.NArgs, Deterministic: true, VolatileArgs: true,
+			MakeAggregate: func(sqlite.FunctionContext) (sqlite.AggregateFunction, error) {
+				return &aggregate{st: newState()}, nil
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("register sqlite aggregate %s: %w", a.Name, err)
+		}
+		registered[a.Name] = true
+	}
+	return nil
+}
+
+type aggregate struct{ st AggregateState }
+
+func (a *aggregate) Step(_ *sqlite.FunctionContext, args []driver.Value) error {
+	return a.st.Step(args)
+}
+
+func (a *aggregate) WindowInverse(*sqlite.FunctionContext, []driver.Value) error {
+	return fmt.Errorf("not a window function")
+}
+
+func (a *aggregate) WindowValue(*sqlite.FunctionContext) (driver.Value, error) { return a.st.Final() }
+
+func (a *aggregate) Final(*sqlite.FunctionContext) {}

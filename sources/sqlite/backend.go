@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"log/slog"
 
@@ -101,7 +102,10 @@ func registerFunctions() error {
 	for _, f := range rowhash.Functions {
 		fs = append(fs, sqlitex.Function{Name: f.Name, NArgs: int32(f.NArgs), Fn: f.Func})
 	}
-	return sqlitex.RegisterFunctions(fs)
+	if err := sqlitex.RegisterFunctions(fs); err != nil {
+		return err
+	}
+	return sqlitex.RegisterAggregates([]sqlitex.Aggregate{{Name: rowhash.FuncBuckets, NArgs: -1, New: newBuckets}})
 }
 
 // DB is the database handle, shared with the sink.
@@ -119,3 +123,10 @@ func (b *Backend) Redacted() string { return redact.Conn(b.url) }
 
 // Close implements runner.Backend.
 func (b *Backend) Close() error { return b.db.Close() }
+
+// bucketsState adapts rowhash.Buckets to sqlitex.AggregateState.
+type bucketsState struct{ *rowhash.Buckets }
+
+func newBuckets() sqlitex.AggregateState { return bucketsState{rowhash.NewBuckets()} }
+
+func (b bucketsState) Final() (driver.Value, error) { return b.Buckets.Final(), nil }

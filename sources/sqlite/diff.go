@@ -28,14 +28,13 @@ type diffReader struct{ tx *sql.Tx }
 
 func (d *diffReader) Close() error { return d.tx.Rollback() }
 
-// diffSQL renders rel's inner query: the bucket b, then (with cols) each
-// column's canonical text, from rel's rows.
+// diffSQL renders the second level's inner query: each row's bucket b,
+// then each column's canonical text.
 //
 //	SELECT (sluice_diff_hash('[types of the keys]', k1, …) >> (64-bits)) & mask AS b,
-//	       sluice_diff_hash('[types]', c1, …) AS h          -- buckets
-//	       sluice_diff_canon('[type]', c1) AS c0, …         -- rows
+//	       sluice_diff_canon('[type]', c1) AS c0, …
 //	FROM "t" WHERE …
-func diffSQL(rel *runner.DiffRelation, bits int, rows bool) (string, error) {
+func diffSQL(rel *runner.DiffRelation, bits int) (string, error) {
 	xs := make([]string, len(rel.Columns))
 	for i := range rel.Columns {
 		x, err := rel.Columns[i].SQL(expr.SQLite, expr.QuoteIdent)
@@ -47,12 +46,8 @@ func diffSQL(rel *runner.DiffRelation, bits int, rows bool) (string, error) {
 	types := rel.Types()
 	var b strings.Builder
 	fmt.Fprintf(&b, "SELECT (%s >> %d) & %d AS b", rowhash.SQLiteHash(xs[:rel.Keys], types[:rel.Keys]), 64-bits, 1<<bits-1)
-	if rows {
-		for i, x := range xs {
-			fmt.Fprintf(&b, ", %s AS c%d", rowhash.SQLiteCanon(x, types[i]), i)
-		}
-	} else {
-		fmt.Fprintf(&b, ", %s AS h", rowhash.SQLiteHash(xs, types))
+	for i, x := range xs {
+		fmt.Fprintf(&b, ", %s AS c%d", rowhash.SQLiteCanon(x, types[i]), i)
 	}
 	fmt.Fprintf(&b, " FROM %s", expr.QuoteIdent(rel.Table))
 	w, err := rel.WhereSQL(expr.SQLite, expr.QuoteIdent)
@@ -65,36 +60,49 @@ func diffSQL(rel *runner.DiffRelation, bits int, rows bool) (string, error) {
 	return b.String(), nil
 }
 
+// bucketsSQL renders the first level: one pass of the aggregate
+// sluice_diff_buckets (rowhash.FuncBuckets) over rel's rows, which hashes
+// each row in Go and sums by bucket without a sort.
+//
+//	SELECT sluice_diff_buckets(bits, keys, '[types]', c1, …) FROM "t" WHERE …
+func bucketsSQL(rel *runner.DiffRelation, bits int) (string, error) {
+	xs := make([]string, len(rel.Columns))
+	for i := range rel.Columns {
+		x, err := rel.Columns[i].SQL(expr.SQLite, expr.QuoteIdent)
+		if err != nil {
+			return "", fmt.Errorf("diff: column %s: %w", rel.Columns[i].Name, err)
+		}
+		xs[i] = x
+	}
+	q := "SELECT " + rowhash.SQLiteBuckets(bits, rel.Keys, xs, rel.Types()) + " FROM " + expr.QuoteIdent(rel.Table)
+	w, err := rel.WhereSQL(expr.SQLite, expr.QuoteIdent)
+	if err != nil {
+		return "", fmt.Errorf("diff: filter: %w", err)
+	}
+	if w != "" {
+		q += " WHERE " + w
+	}
+	return q, nil
+}
+
 // Buckets implements runner.DiffReader.
 func (d *diffReader) Buckets(ctx context.Context, rel *runner.DiffRelation, bits int, fn func(runner.BucketSum) error) error {
-	inner, err := diffSQL(rel, bits, false)
+	q, err := bucketsSQL(rel, bits)
 	if err != nil {
 		return err
 	}
-	q := "SELECT b, count(*), sum((h >> 32) & 4294967295), sum(h & 4294967295) FROM (" + inner + ") GROUP BY b ORDER BY b"
-	rows, err := d.tx.QueryContext(ctx, q)
-	if err != nil {
+	var blob []byte
+	if err := d.tx.QueryRowContext(ctx, q).Scan(&blob); err != nil {
 		return fmt.Errorf("diff: hash %s: %w", rel.Table, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var s runner.BucketSum
-		if err := rows.Scan(&s.Bucket, &s.Count, &s.Sum1, &s.Sum2); err != nil {
-			return fmt.Errorf("diff: hash %s: %w", rel.Table, err)
-		}
-		if err := fn(s); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("diff: hash %s: %w", rel.Table, err)
-	}
-	return nil
+	return rowhash.DecodeBuckets(blob, func(b uint32, n, s1, s2 int64) error {
+		return fn(runner.BucketSum{Bucket: b, Count: n, Sum1: s1, Sum2: s2})
+	})
 }
 
 // Rows implements runner.DiffReader.
 func (d *diffReader) Rows(ctx context.Context, rel *runner.DiffRelation, bits int, buckets []uint32, fn func(uint32, []*string) error) error {
-	inner, err := diffSQL(rel, bits, true)
+	inner, err := diffSQL(rel, bits)
 	if err != nil {
 		return err
 	}
