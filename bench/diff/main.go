@@ -50,6 +50,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -82,6 +83,7 @@ type result struct {
 	Found   int64   `json:"found"` // differences sluice diff found
 	Read    int     `json:"buckets_read"`
 	RSS     int64   `json:"rss_kb"` // VmHWM
+	CPU     float64 `json:"cpu"`    // user + system seconds
 }
 
 func main() {
@@ -153,6 +155,7 @@ func parent(ctx context.Context) error {
 	secs := map[key][]float64{}
 	rss := map[key][]int64{}
 	read := map[key]int{}
+	cpus := map[key][]float64{}
 	load0 := loadavg()
 	for round := 0; round < max(*rounds, 1); round++ {
 		order := slices.Clone(contenders)
@@ -171,6 +174,7 @@ func parent(ctx context.Context) error {
 				k := key{c.name, m}
 				secs[k] = append(secs[k], res.Seconds)
 				rss[k] = append(rss[k], kb)
+				cpus[k] = append(cpus[k], res.CPU)
 				read[k] = res.Read
 			}
 		}
@@ -178,7 +182,7 @@ func parent(ctx context.Context) error {
 	}
 	fmt.Printf("%s, %d rows per table, %d rounds (contenders alternating), load average before: %s, after: %s\n",
 		time.Now().UTC().Format("2006-01-02 15:04Z"), *rows, max(*rounds, 1), load0, loadavg())
-	fmt.Printf("%-40s %-14s %22s %14s %8s\n", "case", "contender", "seconds median (min–max)", "peak RSS (max)", "ratio")
+	fmt.Printf("%-40s %-14s %22s %9s %14s %8s\n", "case", "contender", "seconds median (min–max)", "CPU s", "peak RSS (max)", "ratio")
 	for _, c := range cases {
 		base := median(secs[key{c.name, "dump"}])
 		for _, m := range contenders {
@@ -189,10 +193,10 @@ func parent(ctx context.Context) error {
 			if m == "sluice" {
 				extra = fmt.Sprintf("  (read the rows of %d buckets)", read[k])
 			}
-			fmt.Printf("%-40s %-14s %8.2f (%5.2f–%5.2f) %12dMB %7.2fx%s\n", c.name, name, median(s), slices.Min(s), slices.Max(s), slices.Max(rss[k])/1024, median(s)/base, extra)
+			fmt.Printf("%-40s %-14s %8.2f (%5.2f–%5.2f) %9.2f %12dMB %7.2fx%s\n", c.name, name, median(s), slices.Min(s), slices.Max(s), median(cpus[k]), slices.Max(rss[k])/1024, median(s)/base, extra)
 		}
 	}
-	fmt.Println("ratio: time / the dump's median time (below 1: sluice diff is faster)")
+	fmt.Println("CPU s: median user + system seconds of the contender's processes (the database servers' not counted); ratio: time / the dump's median time (below 1: sluice diff is faster)")
 	return nil
 }
 
@@ -248,7 +252,9 @@ func dump(c benchCase) (result, int64, error) {
 		return result{}, 0, err
 	}
 	defer os.RemoveAll(tmp)
-	timed := func(name string) string { return fmt.Sprintf("/usr/bin/time -f %%M -o %s", filepath.Join(tmp, name)) }
+	timed := func(name string) string {
+		return fmt.Sprintf("/usr/bin/time -f '%%M %%U %%S' -o %s", filepath.Join(tmp, name))
+	}
 	var a, b string
 	if c.kind == "postgres" {
 		a = fmt.Sprintf("%s psql -X %q -c 'COPY (SELECT * FROM src ORDER BY id) TO STDOUT'", timed("rss1"), c.src)
@@ -272,18 +278,21 @@ func dump(c benchCase) (result, int64, error) {
 		return result{}, 0, errors.New("dump: no md5sum output")
 	}
 	var kb int64
+	var cpu float64
 	for i := 1; i <= 4; i++ {
 		t, err := os.ReadFile(filepath.Join(tmp, fmt.Sprintf("rss%d", i)))
 		if err != nil {
 			return result{}, 0, err
 		}
 		var n int64
-		if _, err := fmt.Sscan(strings.TrimSpace(string(t)), &n); err != nil {
+		var u, sy float64
+		if _, err := fmt.Sscan(strings.TrimSpace(string(t)), &n, &u, &sy); err != nil {
 			return result{}, 0, fmt.Errorf("time output %q: %w", t, err)
 		}
 		kb += n
+		cpu += u + sy
 	}
-	return result{Seconds: secs, Equal: string(sa) == string(sb)}, kb, nil
+	return result{Seconds: secs, Equal: string(sa) == string(sb), CPU: cpu}, kb, nil
 }
 
 // vmHWM returns this process's peak RSS in KiB from /proc/self/status
@@ -331,7 +340,10 @@ func contender(ctx context.Context) (result, error) {
 		if *wantD >= 0 && found != int64(*wantD) {
 			return result{}, fmt.Errorf("sluice diff found %d differences (missing %d, extra %d, different %d), want %d", found, d.Missing, d.Extra, d.Different, *wantD)
 		}
-		return result{Seconds: time.Since(t0).Seconds(), Equal: d.Equal(), Found: found, Read: d.BucketsDiffer, RSS: vmHWM()}, nil
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+		return result{Seconds: time.Since(t0).Seconds(), Equal: d.Equal(), Found: found, Read: d.BucketsDiffer, RSS: vmHWM(), CPU: cpu}, nil
 	}
 	return result{}, fmt.Errorf("unknown mode %q", *mode)
 }
