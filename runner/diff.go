@@ -190,7 +190,7 @@ func (r *Runner) Diff(ctx context.Context, prep *Prepared, opt DiffOptions) (res
 			}
 		}
 	}
-	if sd.Scheme() == td.Scheme() {
+	if n := sd.DiffNative(); n != "" && n == td.DiffNative() {
 		src.Native, tgt.Native = true, true
 		for i := range src.Keys {
 			if rowhash.Class(src.Columns[i].Type) != rowhash.Class(tgt.Columns[i].Type) {

@@ -17,6 +17,10 @@ type Differ interface {
 	// DiffRead opens a read-only snapshot: every query of the reader sees
 	// the database as of its first one.
 	DiffRead(ctx context.Context) (DiffReader, error)
+	// DiffNative names the database's own row hash that DiffRelation.Native
+	// selects ("" for none): the runner sets Native only when both sides
+	// name the same one.
+	DiffNative() string
 }
 
 // DiffReader reads one database for a diff. It is not safe for

@@ -135,7 +135,8 @@ func isNTZ(t cdc.Type) bool {
 
 // PGNative returns x cast to the PostgreSQL type that PGNativeHash hashes
 // values of type t as: bigint for integers, numeric for DECIMAL (whose
-// hash ignores trailing zeros: 1.50 and 1.5 hash alike), text, timestamptz
+// hash ignores trailing zeros: 1.50 and 1.5 hash alike), text (COLLATE
+// "C": byte for byte), timestamptz
 // (hashed by instant), jsonb for JSON, text for native types.
 func PGNative(x string, t cdc.Type) string {
 	switch {
@@ -144,7 +145,7 @@ func PGNative(x string, t cdc.Type) string {
 	case t.Kind == cdc.KindDecimal:
 		return "(" + x + ")::numeric"
 	case t.Kind.IsPlainText(), t.Kind == cdc.KindUUID, t.Kind == cdc.KindNative:
-		return "(" + x + ")::text"
+		return "(" + x + ")::text COLLATE \"C\""
 	case t.Kind == cdc.KindJSON:
 		return "(" + x + ")::jsonb"
 	case t.Kind == cdc.KindTimestamp && isNTZ(t):

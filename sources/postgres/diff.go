@@ -14,6 +14,15 @@ import (
 
 var _ runner.Differ = (*Backend)(nil)
 
+// DiffNative implements runner.Differ: PostgreSQL 14 and later hash rows
+// with hash_record_extended (rowhash.PGNativeHash).
+func (b *Backend) DiffNative() string {
+	if b.version >= 140000 {
+		return "postgres:hash_record_extended"
+	}
+	return ""
+}
+
 // DiffRead implements runner.Differ: a REPEATABLE READ, READ ONLY
 // transaction.
 func (b *Backend) DiffRead(ctx context.Context) (runner.DiffReader, error) {

@@ -14,6 +14,10 @@ import (
 
 var _ runner.Differ = (*Backend)(nil)
 
+// DiffNative implements runner.Differ: SQLite has no row hash of its own
+// (its rows hash with rowhash's Go functions on every path).
+func (b *Backend) DiffNative() string { return "" }
+
 // DiffRead implements runner.Differ: a read transaction (WAL: it sees the
 // database as of its first query while writers go on).
 func (b *Backend) DiffRead(ctx context.Context) (runner.DiffReader, error) {
