@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/internal/pgtest"
 	"github.com/sluicedata/sluice/runner"
 )
@@ -258,6 +259,38 @@ func TestDiffRefusals(t *testing.T) {
 				t.Fatalf("err = %v, want ErrNoDiff with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDiffRefusesJobsAcrossBackends: a SQL MERGE INTO job, and a key whose
+// text SQLite and PostgreSQL write differently (DOUBLE) across the two,
+// are refused with the reason.
+func TestDiffRefusesJobsAcrossBackends(t *testing.T) {
+	e := newEnv(t)
+	pg := pgtest.NewDatabase(t)
+	e.sql("", diffSetup+`CREATE TABLE f (k DOUBLE, v STRING, PRIMARY KEY (k));
+ALTER TABLE f SET PROPERTIES ('change_tracking' = 'true');
+CREATE TABLE STREAM f_s ON TABLE f WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE');
+INSERT INTO f VALUES (0.1, 'a'), (1e300, 'b');`)
+	j := "source: f_s\nsink: {table: f_copy, mode: merge, keys: [k], connection: '" + pg + "'}\n"
+	if _, err := e.run(e.job("diff.yaml", j)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.diff(j, 10); !errors.Is(err, runner.ErrNoDiff) || !strings.Contains(err.Error(), "key column k is DOUBLE") {
+		t.Errorf("DOUBLE key across backends: err = %v", err)
+	}
+	e.sql("", "CREATE TABLE tgt (id INT, name STRING, amount DECIMAL(10,2), ts TIMESTAMP, PRIMARY KEY (id))")
+	job, err := dsl.ParseJob("m.sql", []byte("MERGE INTO tgt AS t USING (SELECT id, name FROM src_s) AS s ON t.id = s.id\n"+
+		"WHEN MATCHED THEN UPDATE SET t.name = s.name WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, s.name);\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep, err := e.r.Plan(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Diff(context.Background(), prep, runner.DiffOptions{}); !errors.Is(err, runner.ErrNoDiff) || !strings.Contains(err.Error(), "MERGE INTO") {
+		t.Errorf("MERGE INTO job: err = %v", err)
 	}
 }
 
