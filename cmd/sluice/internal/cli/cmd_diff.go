@@ -130,7 +130,7 @@ func printDiff(w io.Writer, d *runner.DiffResult) {
 				if i > 0 {
 					sep = "; "
 				}
-				fmt.Fprintf(w, "%s%s source %s, target %s", sep, c.Column, valueText(c.Source), valueText(c.Target))
+				fmt.Fprintf(w, "%s%s source %s, target %s", sep, c.Column, diffValueText(c.Source), diffValueText(c.Target))
 			}
 			fmt.Fprintln(w)
 		}
@@ -141,15 +141,15 @@ func printDiff(w io.Writer, d *runner.DiffResult) {
 func keyText(names []string, vals []*string) string {
 	parts := make([]string, len(names))
 	for i := range names {
-		parts[i] = names[i] + "=" + valueText(vals[i])
+		parts[i] = names[i] + "=" + diffValueText(vals[i])
 	}
 	return strings.Join(parts, ", ")
 }
 
-// valueText shows a value of a diff: NULL for NULL, the text as is when it
+// diffValueText shows a value of a diff: NULL for NULL, the text as is when it
 // is plain, else quoted (the empty string, the text NULL, spaces, commas,
 // quotes, control characters).
-func valueText(v *string) string {
+func diffValueText(v *string) string {
 	switch {
 	case v == nil:
 		return "NULL"
