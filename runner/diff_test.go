@@ -38,15 +38,15 @@ type diffOutcome struct {
 func exampleText(ex runner.DiffExample) string {
 	s := ex.Kind
 	for _, k := range ex.Key {
-		s += " " + textOrNull(k)
+		s += " " + diffText(k)
 	}
 	for _, c := range ex.Columns {
-		s += " " + c.Column + ":" + textOrNull(c.Source) + "→" + textOrNull(c.Target)
+		s += " " + c.Column + ":" + diffText(c.Source) + "→" + diffText(c.Target)
 	}
 	return s
 }
 
-func textOrNull(p *string) string {
+func diffText(p *string) string {
 	if p == nil {
 		return "NULL"
 	}
