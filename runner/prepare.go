@@ -371,13 +371,23 @@ func warnings(p *plan.Plan) []string {
 	if p.Filter != nil {
 		var names []string
 		for _, op := range p.Filter.Dropped {
-			if op == cdc.OpUpdateBefore && p.Sink.IgnoresUpdateBefore() {
-				continue // a merge ignores them anyway
+			if op == cdc.OpUpdateBefore && p.Sink.Mode == plan.ModeMerge {
+				// A merge writes each key's new values, which UPDATE_AFTER
+				// carries; UPDATE_BEFORE (the old values) is of no use to it.
+				continue
+			}
+			if op == cdc.OpDelete && p.Sink.Mode == plan.ModeMerge {
+				continue // the warning below says what that does to a merge
 			}
 			names = append(names, op.String())
 		}
 		if len(names) > 0 {
-			out = append(out, fmt.Sprintf("the filter drops %s changes: a run consumes them for good (the offset moves past them)", strings.Join(names, ", ")))
+			them := "them"
+			if len(names) == 1 {
+				them = "it"
+			}
+			out = append(out, fmt.Sprintf("the filter drops %s changes: a run consumes them for good (the offset moves past them); if %s should reach %s, keep %s in the filter",
+				strings.Join(names, ", "), strings.Join(names, " and "), p.Sink.Table, them))
 		}
 	}
 	if p.Filter != nil && p.Filter.Expr != nil && filtersValues(p) {
@@ -387,8 +397,12 @@ func warnings(p *plan.Plan) []string {
 		}
 		out = append(out, w)
 	}
-	if p.Sink.Mode == plan.ModeMerge && p.Filter != nil && slices.Contains(p.Filter.Dropped, cdc.OpDelete) && p.Sink.Merge == nil {
-		out = append(out, "merge sink never sees DELETE changes: deleted source rows stay in the target")
+	if p.Sink.Mode == plan.ModeMerge && p.Filter != nil && slices.Contains(p.Filter.Dropped, cdc.OpDelete) {
+		if p.Sink.Merge == nil {
+			out = append(out, fmt.Sprintf("the merge never sees DELETE changes (the filter drops them; a run consumes them for good): rows deleted at the source stay in %s (keep 'DELETE' in the filter to delete them too)", p.Sink.Table))
+		} else {
+			out = append(out, fmt.Sprintf("the MERGE never sees DELETE changes (the WHERE drops them; a run consumes them for good): rows deleted at the source stay in %s (to delete them too, keep 'DELETE' in the WHERE, select `__change_type`, and add WHEN MATCHED AND s.`__change_type` = 'DELETE' THEN DELETE before the other WHEN clauses)", p.Sink.Table))
+		}
 	}
 	if w := mergeKeysWarning(p); w != "" {
 		out = append(out, w)

@@ -384,7 +384,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.cfg.Listen != "" {
 		ln, err := net.Listen("tcp", s.cfg.Listen)
 		if err != nil {
-			return fmt.Errorf("listen for /healthz and /metrics: %w", err)
+			return fmt.Errorf("listen for the status page, /healthz and /metrics: %w", err)
 		}
 		s.ln = ln
 		s.httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
@@ -393,7 +393,7 @@ func (s *Server) Start(ctx context.Context) error {
 				s.log.Error("HTTP listener failed", "addr", ln.Addr().String(), "err", err)
 			}
 		}()
-		s.log.Info("serving /healthz and /metrics", "addr", ln.Addr().String())
+		s.log.Info("serving the status page, /healthz, /livez, /readyz and /metrics", "addr", ln.Addr().String(), "status_page", pageURL(ln.Addr()))
 	}
 	s.runCtx, s.cancelRuns = context.WithCancel(ctx)
 	s.loopCtx, s.stopLoops = context.WithCancel(s.runCtx)
@@ -624,4 +624,18 @@ func (s *Server) refreshLag(ctx context.Context, j *plan.Job) {
 	st.lag, st.lagErr = &lag, ""
 	st.recordLag(LagPoint{At: s.clock.Now(), Changes: lag.Changes, Age: lag.Age})
 	s.metrics.SetLag(j.Name, lag)
+}
+
+// pageURL is the status page's URL on the listener's address for a person
+// on the same machine: "http://localhost:9464/" when the listener takes
+// every address (":9464"), else "http://HOST:PORT/".
+func pageURL(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "http://" + a.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }

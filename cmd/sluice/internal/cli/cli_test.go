@@ -435,7 +435,7 @@ func TestFailedJobMovesNoOffset(t *testing.T) {
 			if r.code != 1 {
 				t.Fatalf("run of a failing job: exit %d, want 1\n%v", r.code, r)
 			}
-			for _, want := range []string{"narrow_append: FAILED (offset not moved)", `column "amount"`, "DECIMAL(5,2)", "1 of 1 jobs failed"} {
+			for _, want := range []string{"narrow_append: FAILED (offset not moved)", `column "amount"`, "DECIMAL(5,2)", "1 of 1 job failed"} {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("stderr does not contain %q:\n%s", want, r.stderr)
 				}
@@ -544,7 +544,7 @@ func TestValidateErrors(t *testing.T) {
 					t.Errorf("stderr does not contain %q:\n%s", w, r.stderr)
 				}
 			}
-			if !strings.Contains(r.stderr, "1 of 1 files invalid") {
+			if !strings.Contains(r.stderr, "1 of 1 file invalid") {
 				t.Errorf("stderr has no summary:\n%s", r.stderr)
 			}
 		})

@@ -124,7 +124,7 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 	if more {
 		fmt.Fprintf(e.stdout, "(first %d pending changes shown; more are pending)\n", f.limit)
 	} else {
-		fmt.Fprintf(e.stdout, "(%d pending changes; offset %s; nothing consumed)\n", len(rows), offsetText(info.Offset, time.Time{}))
+		fmt.Fprintf(e.stdout, "(%s; offset %s; nothing consumed)\n", plural(int64(len(rows)), "pending change"), offsetText(info.Offset, time.Time{}))
 	}
 	return nil
 }

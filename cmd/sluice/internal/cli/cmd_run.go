@@ -80,7 +80,7 @@ func cmdRun(ctx context.Context, e *env, conn, state string, batch int, paths []
 		}
 	}
 	if failed+invalid > 0 {
-		fmt.Fprintf(e.stderr, "%d of %d jobs failed\n", failed+invalid, len(files))
+		fmt.Fprintf(e.stderr, "%d of %s failed\n", failed+invalid, plural(int64(len(files)), "job"))
 	}
 	switch {
 	case invalid > 0:

@@ -38,7 +38,8 @@ func newServeCmd(e *env) *cobra.Command {
 		Long: "Run every job on its schedule — cron (with CRON_TZ=), @every DURATION, or continuous — until\n" +
 			"SIGINT or SIGTERM; a job never overlaps itself, and several serve processes share the jobs by\n" +
 			"database locks. Run history goes to --state. SIGHUP (or --watch) reloads the job files.\n" +
-			"--listen serves /healthz and /metrics.",
+			"--listen serves a status page at / (its URL is in the start log), /healthz, /livez, /readyz\n" +
+			"and /metrics.",
 		Annotations:       map[string]string{defaultLevelKey: "info"},
 		ValidArgsFunction: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,7 +49,7 @@ func newServeCmd(e *env) *cobra.Command {
 	fl := c.Flags()
 	fl.StringVar(&f.conn, "conn", "", "default connection `URL` for jobs that name none")
 	fl.StringVar(&f.state, "state", "", "database `URL` for run history and job locks (default: the default connection)")
-	fl.StringVar(&f.listen, "listen", "", "`ADDRESS` for /healthz and /metrics, e.g. :9464 (default: none)")
+	fl.StringVar(&f.listen, "listen", "", "`ADDRESS` for the status page (/), /healthz, /livez, /readyz and /metrics, e.g. :9464 (default: none)")
 	fl.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, the `DURATION` running batches may take to commit before they are cancelled")
 	fl.BoolVar(&f.watch, "watch", false, "reload job files when they change (also on SIGHUP)")
 	fl.IntVar(&f.maxRuns, "max-runs", serve.DefaultMaxRuns, "at most `N` runs under way at once; other jobs wait for a slot (bounds connections and memory whatever the number of jobs)")

@@ -3,10 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/jobtest"
 )
 
@@ -36,6 +40,10 @@ func cmdTest(ctx context.Context, e *env, conn string, paths []string) error {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
+	paths, err := testFilesOf(paths)
+	if err != nil {
+		return err
+	}
 	files, err := jobtest.Find(paths)
 	if err != nil {
 		return usageErr("%v", err)
@@ -62,10 +70,10 @@ func cmdTest(ctx context.Context, e *env, conn string, paths []string) error {
 			}
 		}
 	}
-	summary := fmt.Sprintf("%d passed, %d failed, %d skipped in %d files (%s)", passed, failed, skipped, len(files), time.Since(t0).Round(time.Millisecond))
+	summary := fmt.Sprintf("%d passed, %d failed, %d skipped in %s (%s)", passed, failed, skipped, plural(int64(len(files)), "file"), time.Since(t0).Round(time.Millisecond))
 	switch {
 	case bad > 0:
-		fmt.Fprintf(e.stderr, "%s; %d test files malformed\n", summary, bad)
+		fmt.Fprintf(e.stderr, "%s; %s malformed\n", summary, plural(int64(bad), "test file"))
 		return errInvalid
 	case failed > 0:
 		fmt.Fprintf(e.stdout, "FAIL %s\n", summary)
@@ -73,4 +81,34 @@ func cmdTest(ctx context.Context, e *env, conn string, paths []string) error {
 	}
 	fmt.Fprintf(e.stdout, "ok %s\n", summary)
 	return nil
+}
+
+// testFilesOf replaces each job file in paths (a .yaml, .yml or .sql file
+// that is not a test file) by its test file beside it, named after it
+// (orders_append.yaml → orders_append.test.yaml, or .test.yml), as
+// docs/testing.md names them; a job without one is a usage error saying
+// what to pass. Directories and test files stay as they are.
+func testFilesOf(paths []string) ([]string, error) {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		ext := strings.ToLower(filepath.Ext(p))
+		fi, err := os.Stat(p)
+		if err != nil || fi.IsDir() || dsl.IsTestFile(p) || (ext != ".yaml" && ext != ".yml" && ext != ".sql") {
+			out = append(out, p)
+			continue
+		}
+		base := strings.TrimSuffix(p, filepath.Ext(p))
+		found := ""
+		for _, cand := range []string{base + ".test.yaml", base + ".test.yml"} {
+			if _, err := os.Stat(cand); err == nil {
+				found = cand
+				break
+			}
+		}
+		if found == "" {
+			return nil, usageErr("%s is a job, not a test file: its tests go in %s beside it (see docs/testing.md); pass that file, or a directory to run every test in it", p, filepath.Base(base)+".test.yaml")
+		}
+		out = append(out, found)
+	}
+	return out, nil
 }

@@ -72,7 +72,7 @@ func cmdValidate(e *env, explain bool, paths []string) error {
 		}
 	}
 	if bad > 0 {
-		fmt.Fprintf(e.stderr, "%d of %d files invalid\n", bad, len(files))
+		fmt.Fprintf(e.stderr, "%d of %s invalid\n", bad, plural(int64(len(files)), "file"))
 		return errInvalid
 	}
 	return nil

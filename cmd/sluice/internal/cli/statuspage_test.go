@@ -71,7 +71,7 @@ func startServe(t *testing.T, args ...string) string {
 			t.Errorf("serve did not stop:\n%s", stderr.String())
 		}
 	})
-	addr := regexp.MustCompile(`msg="serving /healthz and /metrics" addr=(\S+)`)
+	addr := regexp.MustCompile(`msg="serving the status page, /healthz, /livez, /readyz and /metrics" addr=(\S+) status_page=http://\S+/`)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
 			return m[1]
