@@ -26,6 +26,16 @@ const (
 // columns NOT NULL, __valid_from TIMESTAMP NOT NULL and __valid_to
 // TIMESTAMP, and an index on (keys, __valid_to), which finds a key's
 // current version; other modes have the projected columns only.
+// CommitTimeLayout is how the sink writes a change's commit time
+// (__commit_timestamp) when the change travels through sluice: the source
+// of __valid_from and __valid_to (history) and __deleted_at (soft
+// deletes). Six fraction digits always, whatever the value ("2026-12-01
+// 10:00:03.120000+00:00"), so that every value of such a column has one
+// width and the same precision, and sorts as text. A job pushed down
+// within one SQLite database writes the capture's own text instead, three
+// fraction digits always (strftime's %f: "2026-12-01 10:00:03.120+00:00").
+const CommitTimeLayout = "2006-01-02 15:04:05.000000-07:00"
+
 func createTarget(st *plan.SinkStage) (create, index string) {
 	switch st.Mode {
 	case plan.ModeMerge:

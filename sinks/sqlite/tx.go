@@ -206,11 +206,7 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 			t.ord++
 			args[0], args[1], args[2], args[3] = ch.Op.String(), ch.CommitVersion, t.ord, presentMask(ch)
 			if t.c.meta > 4 {
-				ts, err := sqlitex.Encode(ch.CommitTime, cdc.TypeTimestamp)
-				if err != nil {
-					return t.valueError(err, ch, cdc.ColCommitTimestamp)
-				}
-				args[4] = ts
+				args[4] = ch.CommitTime.Format(CommitTimeLayout)
 			}
 			vals = args[t.c.meta:]
 		}
