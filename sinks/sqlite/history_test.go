@@ -134,3 +134,44 @@ func TestMergeOnDelete(t *testing.T) {
 		})
 	}
 }
+
+// The validity columns hold every commit time with six fraction digits,
+// whatever its own (0, 0.12, 0.123456 s): text of one width, that sorts.
+func TestHistoryCommitTimeWidth(t *testing.T) {
+	db := openDB(t)
+	st := stage("hist_w", plan.ModeHistory, []string{"id"}, orders)
+	base := time.Date(2026, 12, 1, 10, 0, 3, 0, time.UTC)
+	change := func(op cdc.Op, ver int64, frac time.Duration, row ...any) cdc.Change {
+		c := ch(op, ver, row...)
+		c.CommitTime = base.Add(frac)
+		return c
+	}
+	if _, err := runBatches(t, db, st, cpAt("3"), []cdc.Change{
+		change(cdc.OpInsert, 1, 0, 1, "a", dec("1"), "x"),
+		change(cdc.OpUpdateAfter, 2, 120*time.Millisecond, 1, "a", dec("2"), "x"),
+		change(cdc.OpUpdateAfter, 3, 123456*time.Microsecond, 1, "a", dec("3"), "x"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(`SELECT "__valid_from" || '', coalesce("__valid_to", '') FROM hist_w ORDER BY "__valid_from"`) // expressions: the driver reads the text, not a time
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var from, to string
+		if err := rows.Scan(&from, &to); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, from+" "+to)
+	}
+	want := []string{
+		"2026-12-01 10:00:03.000000+00:00 2026-12-01 10:00:03.120000+00:00",
+		"2026-12-01 10:00:03.120000+00:00 2026-12-01 10:00:03.123456+00:00",
+		"2026-12-01 10:00:03.123456+00:00 ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("stored validity text:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
