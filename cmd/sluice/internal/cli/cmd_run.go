@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/internal/redact"
+	"github.com/sluicedata/sluice/internal/sqlitex"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/serve"
@@ -30,7 +32,9 @@ func newRunCmd(e *env) *cobra.Command {
 			"Exit code 1 if a job failed (its offset did not move), 2 if a job file is invalid.\n" +
 			"A job whose checkpoint belongs to an earlier incarnation of its stream (dropped and created\n" +
 			"again, replaced, restored) fails; --accept-new-stream starts it at the new stream's offset\n" +
-			"instead, losing the changes in between, and records that in the run history (--state).",
+			"instead, losing the changes in between, and records that in the run history (--state).\n" +
+			"A run that read changes is recorded in the run history (sluice status, sluice history) when\n" +
+			"the --state database exists.",
 		ValidArgsFunction: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -43,7 +47,7 @@ func newRunCmd(e *env) *cobra.Command {
 	c.Flags().StringVar(&conn, "conn", "", "default connection `URL` for jobs that name none")
 	c.Flags().IntVar(&batch, "batch", runner.DefaultBatchSize, "`N` changes per batch when rows travel through sluice")
 	c.Flags().BoolVar(&accept, "accept-new-stream", false, "start a job whose checkpoint names another incarnation of its stream at the stream's offset (changes in between are lost)")
-	c.Flags().StringVar(&state, "state", "", "database `URL` of the run history where --accept-new-stream records its choice (default: the default connection)")
+	c.Flags().StringVar(&state, "state", "", "database `URL` of the run history, where runs are recorded (default: the default connection)")
 	return c
 }
 
@@ -72,10 +76,15 @@ func cmdRun(ctx context.Context, e *env, conn, state string, batch int, paths []
 			continue
 		}
 		printResult(e.stdout, res)
-		if res.Note != "" {
+		switch {
+		case res.Note != "":
 			if err := recordNote(ctx, e, r, state, res); err != nil {
 				fmt.Fprintf(e.stderr, "%s: committed, but the run history did not record it: %v\n", f.job.Name, err)
 				failed++
+			}
+		case res.Skipped != "" || total(res.Stats.Read) > 0:
+			if err := recordRun(ctx, e, r, state, res); err != nil {
+				fmt.Fprintf(e.stderr, "%s: warning: committed, but the run history did not record it: %v\n", f.job.Name, err)
 			}
 		}
 	}
@@ -139,6 +148,48 @@ func printResult(w io.Writer, res *runner.Result) {
 	if res.Note != "" {
 		fmt.Fprintf(w, "%s: note: %s\n", res.Job, res.Note)
 	}
+}
+
+// total is the sum of counts.
+func total(counts map[cdc.Op]int64) int64 {
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+// recordRun stores a run that read changes (or was skipped) in the run
+// history at state ("" → the default connection), as serve records its
+// runs, so that status and history show it: only in a history database
+// that exists — a SQLite file is not created for it — and is a SQLite or
+// PostgreSQL one; otherwise it does nothing. A run that found nothing
+// pending is not recorded, as under serve.
+func recordRun(ctx context.Context, e *env, r *runner.Runner, state string, res *runner.Result) error {
+	url, err := r.Resolve(state)
+	if err != nil {
+		return err
+	}
+	switch runner.Scheme(url) {
+	case "sqlite", "postgres", "postgresql":
+	default:
+		return nil
+	}
+	st, err := serve.OpenStore(ctx, url, serve.StoreOptions{Log: e.log, MustExist: true})
+	if errors.Is(err, sqlitex.ErrNoDatabase) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state database %s: %w", redact.Conn(url), redact.Error(err, url))
+	}
+	defer st.Close()
+	run := &serve.Run{Job: res.Job, Start: res.Start, End: res.End, Status: serve.StatusCommitted,
+		Read: res.Stats.Read, Written: res.Stats.Written, From: res.From, To: res.To, Skipped: res.Skipped}
+	if res.Skipped != "" {
+		run.Status = serve.StatusSkipped
+	}
+	_, err = st.Record(ctx, run)
+	return redact.Error(err, url)
 }
 
 // recordNote stores a committed run that carries a note (an accepted new

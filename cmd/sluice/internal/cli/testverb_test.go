@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,5 +31,40 @@ func TestTestJobFile(t *testing.T) {
 	r := sluice(t, "test", filepath.Join(dir, "orders_merge.sql"))
 	if r.code != 2 || !strings.Contains(r.stderr, "orders_merge.sql is a job, not a test file: its tests go in orders_merge.test.yaml beside it") {
 		t.Errorf("sluice test of a job without tests: want exit 2 naming orders_merge.test.yaml; %v", r)
+	}
+}
+
+// TestRunRecordsHistory: a `sluice run` that read changes is in the run
+// history, so `sluice status` shows it as the job's last run (not
+// "never"); a --state database that does not exist is not created for it.
+func TestRunRecordsHistory(t *testing.T) {
+	d := seededDB(t)
+	job := repoPath("examples/orders/orders_append.yaml")
+	none := filepath.Join(d.dir, "none.db")
+	mustSluice(t, "run", "--conn", d.conn, "--state", "sqlite:"+none, job)
+	if _, err := os.Stat(none); !os.IsNotExist(err) {
+		t.Errorf("sluice run created the state database %s (stat: %v)", none, err)
+	}
+	// The stream's 4 changes are consumed by the first run; make one more.
+	mustSluice(t, "sql", "--conn", d.conn, "INSERT INTO orders VALUES (9, 'Eve', 10.00, 'active')")
+	mustSluice(t, "run", "--conn", d.conn, job)
+	var st struct {
+		Jobs []struct {
+			Job     string `json:"job"`
+			LastRun *struct {
+				Status string         `json:"status"`
+				Read   map[string]int `json:"read"`
+			} `json:"last_run"`
+		} `json:"jobs"`
+	}
+	out := mustSluice(t, "status", "--conn", d.conn, "--format", "json", job).stdout
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if len(st.Jobs) != 1 || st.Jobs[0].LastRun == nil || st.Jobs[0].LastRun.Status != "committed" || st.Jobs[0].LastRun.Read["INSERT"] != 1 {
+		t.Errorf("status after sluice run: want last_run committed with INSERT 1 read; got %s", out)
+	}
+	if tb := parseTable(t, mustSluice(t, "status", "--conn", d.conn, job).stdout); strings.Contains(tb.rows[0][tb.col(t, "last run")], "never") {
+		t.Errorf("status table says never: %q", tb.rows[0])
 	}
 }
