@@ -45,14 +45,20 @@ func (b *Backend) execDML(ctx context.Context, st *dsl.DML) (*runner.ResultSet, 
 // Query runs a SELECT and materializes its rows: each column's logical type
 // comes from its PostgreSQL type (ResultType), each value is decoded to its
 // canonical form (sinkpg.Decode: numeric → decimal.Decimal exactly,
-// timestamptz → time.Time in UTC, …).
+// timestamptz → time.Time in UTC, …). The statement is described each
+// time, not cached (pgx.QueryExecModeDescribeExec), so that the same text
+// returns the new columns after DDL.
 func (b *Backend) Query(ctx context.Context, q string, args ...any) (*runner.ResultSet, error) {
 	return b.queryOn(ctx, b.pool, q, args...)
 }
 
 // queryOn is Query on db (the pool, a connection or a transaction).
 func (b *Backend) queryOn(ctx context.Context, db sinkpg.Querier, q string, args ...any) (*runner.ResultSet, error) {
-	rows, err := db.Query(ctx, q, append([]any{textFormats}, args...)...)
+	// Described, not cached: a statement a person types runs once, and a
+	// cached one fails after DDL changes its result columns ("cached plan
+	// must not change result type", SQLSTATE 0A000) when the same text
+	// runs again on the pool (sluice sql, serve).
+	rows, err := db.Query(ctx, q, append([]any{pgx.QueryExecModeDescribeExec, textFormats}, args...)...)
 	if err != nil {
 		return nil, b.wrap(err, "SELECT")
 	}
