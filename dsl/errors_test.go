@@ -32,7 +32,7 @@ func TestJobErrors(t *testing.T) {
 			file: "job.yaml",
 			src:  "source: s\nsink:\n  table: t\n  mode: append\n  key: [id]\n",
 			want: []string{
-				`job.yaml:5:3: unknown key "key" in sink (did you mean "keys"?) (known keys: table, stdout, format, mode, keys, on_delete, on_schema_change, connection)`,
+				`job.yaml:5:3: unknown key "key" in sink (did you mean "keys"?) (known keys: table, stdout, format, mode, keys, on_delete, on_schema_change, connection, dead_letter)`,
 			},
 			is: []error{ErrUnknownKey},
 		},

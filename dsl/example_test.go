@@ -38,7 +38,7 @@ sink:
 	// select upper(name) AS name_u at jobs/orders_sync.yaml:4:15
 	// sink orders_target merge [id]
 	// jobs/bad.yaml:4:9: unknown mode "upsert" (known: append, overwrite, errorifexists, ignore, merge, history)
-	// jobs/bad.yaml:5:3: unknown key "key" in sink (did you mean "keys"?) (known keys: table, stdout, format, mode, keys, on_delete, on_schema_change, connection)
+	// jobs/bad.yaml:5:3: unknown key "key" in sink (did you mean "keys"?) (known keys: table, stdout, format, mode, keys, on_delete, on_schema_change, connection, dead_letter)
 }
 
 func ExampleParseJob_sql() {

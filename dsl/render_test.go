@@ -61,6 +61,9 @@ func renderJob(j *plan.Job) string {
 	if len(s.Columns) > 0 {
 		w("  columns %s", strings.Join(s.Columns, ","))
 	}
+	if s.DeadLetter != "" {
+		w("  dead_letter %s %s", s.DeadLetter, at(s.DeadLetterPos))
+	}
 	if s.Conn != "" {
 		w("  connection %q %s", s.Conn, at(s.ConnPos))
 	}

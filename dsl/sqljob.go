@@ -9,12 +9,12 @@ import (
 )
 
 // metaKeys are the metadata keys of a SQL job file's leading comment block.
-var metaKeys = []string{"name", "connection", "sink_connection", "schedule", "timezone", "history_keys", "on_schema_change"}
+var metaKeys = []string{"name", "connection", "sink_connection", "schedule", "timezone", "history_keys", "on_schema_change", "dead_letter"}
 
 // ParseSQL parses a SQL job file: an optional leading comment block whose
 // "key: value" lines set metadata (name, connection, sink_connection,
 // schedule, timezone, history_keys, on_schema_change (an INSERT INTO t
-// SELECT * job only); other comment text is ignored), setup
+// SELECT * job only), dead_letter; other comment text is ignored), setup
 // statements,
 // and exactly one consuming statement, which must be the last:
 //
@@ -25,7 +25,9 @@ var metaKeys = []string{"name", "connection", "sink_connection", "schedule", "ti
 //
 // Every INSERT … SELECT, INSERT OVERWRITE and MERGE counts as consuming.
 // "history_keys: k1, k2" makes an INSERT INTO job a history sink (mode
-// history, SCD type 2) keyed by those target columns.
+// history, SCD type 2) keyed by those target columns; "dead_letter: t"
+// sends the rows the sink rejects for their value to table t of the sink
+// database (plan.Sink.DeadLetter).
 // Setup statements are checked with the statement parser and kept as text
 // and position in Job.Setup. All errors of the file are returned together
 // in a pos.List.
@@ -113,6 +115,9 @@ func parseSQL(file string, src []byte) (*plan.Job, error) {
 		} else {
 			job.Sink.OnSchemaChange = d
 		}
+	}
+	if m, ok := meta["dead_letter"]; ok {
+		sqlDeadLetter(job, m, &errs)
 	}
 	return job, errs.Err()
 }

@@ -16,7 +16,7 @@ import (
 var (
 	jobKeys    = []string{"name", "connection", "source", "filter", "select", "sink", "schedule", "timezone"}
 	sourceKeys = []string{"stream", "columns"}
-	sinkKeys   = []string{"table", "stdout", "format", "mode", "keys", "on_delete", "on_schema_change", "connection"}
+	sinkKeys   = []string{"table", "stdout", "format", "mode", "keys", "on_delete", "on_schema_change", "connection", "dead_letter"}
 )
 
 // ParseYAML parses a YAML job file (see the package documentation for the

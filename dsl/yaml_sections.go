@@ -163,6 +163,12 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 			if v, ok := y.str(sp, "sink connection"); ok {
 				s.Conn, s.ConnPos = v, sp.valPos
 			}
+		case "dead_letter":
+			if v, ok := y.str(sp, "dead_letter"); ok {
+				if n, ok := y.name(v, sp); ok {
+					s.DeadLetter, s.DeadLetterPos = n, sp.valPos
+				}
+			}
 		default:
 			y.unknownKey(sp, "in sink", sinkKeys)
 		}
@@ -182,6 +188,9 @@ func (y *yamlJob) sink(job *plan.Job, pr pair) {
 	}
 	if c, ok := have["connection"]; ok && s.Stdout {
 		y.add(c.keyPos, ErrBadValue, "connection does not apply to stdout: true")
+	}
+	if d, ok := have["dead_letter"]; ok {
+		deadLetterChecks(y, s, d)
 	}
 	if modeBad {
 		// An unknown mode is reported once; checks that depend on the

@@ -86,6 +86,13 @@ func Format(w io.Writer, p *Plan) error {
 	if line := p.Sink.schemaPolicyLine(p.Job); line != "" {
 		b.WriteString("             " + line + "\n")
 	}
+	if p.Sink.DeadLetter != "" {
+		fmt.Fprintf(&b, "             dead letters: a row the sink rejects for its value (conversion, NOT NULL, CHECK, length, an unavoidable unique violation) goes to table %s of the sink database (created when missing), in the same transaction as the rows and the checkpoint", p.Sink.DeadLetter)
+		if p.Pushdown {
+			b.WriteString("; the pushdown stays: a window whose statement fails on a value runs again through sluice, batch by batch under savepoints")
+		}
+		b.WriteString("\n")
+	}
 	if p.Pushdown {
 		b.WriteString("execution: pushed down — one transaction in the database; rows never leave it\n")
 	} else {

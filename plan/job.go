@@ -148,6 +148,11 @@ type Sink struct {
 	// Conn is the sink's own connection; "" means the job's.
 	Conn    string
 	ConnPos pos.Pos
+	// DeadLetter is the table of the sink database that receives the rows
+	// the sink rejects for their value (docs/sinks.md, "Dead letters");
+	// "" means such a row fails the run.
+	DeadLetter    string
+	DeadLetterPos pos.Pos
 	// Columns is the target column list of INSERT INTO t (c1, c2) SELECT …;
 	// empty means the projected names.
 	Columns []string

@@ -112,6 +112,9 @@ type SinkStage struct {
 	// that set only the carried columns; without it a sink refuses a
 	// partial row. Set by the runner's planning (runner.PartialRowSource).
 	PartialRows bool
+	// DeadLetter is the dead-letter table of the job in the sink database
+	// (plan.Sink.DeadLetter); "" when rows the sink rejects fail the run.
+	DeadLetter string
 }
 
 // ColumnChange is one change of an existing target's columns that a run

@@ -212,6 +212,10 @@ type Stats struct {
 	// Note is a remark for the run history, "" for none: the run accepted
 	// a new incarnation of its stream (Start, WithAcceptNewStream).
 	Note string
+	// DeadLettered counts the changes the sink rejected for their value
+	// and the run stored in the job's dead-letter table instead
+	// (plan.SinkStage.DeadLetter).
+	DeadLettered int64
 }
 
 // Pushdowner is a backend that can execute a whole plan inside its database

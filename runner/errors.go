@@ -42,6 +42,9 @@ var (
 	// source (an append-style mode, a SQL MERGE INTO, a backend that
 	// cannot hash its tables, a missing target); the error says why.
 	ErrNoDiff = errors.New("job cannot be diffed")
+	// ErrNoDeadLetter: the job names a dead-letter table but its sink
+	// cannot store dead letters (it is not a DeadLetterTx).
+	ErrNoDeadLetter = errors.New("the sink cannot store dead letters")
 )
 
 // StaleError is the error of reading a stale stream: it wraps

@@ -115,6 +115,9 @@ func (r *Runner) Plan(ctx context.Context, job *plan.Job) (*Prepared, error) {
 	if err := r.planExecution(ctx, prep, srcB); err != nil {
 		return nil, err
 	}
+	if err := planDeadLetter(prep); err != nil {
+		return nil, err
+	}
 	p.Warnings = append(p.Warnings, warnings(p)...)
 	return prep, nil
 }

@@ -20,7 +20,9 @@ import (
 // the sink writes the previous batch (pipeline), ends the read, commits the
 // sink rows with the new checkpoint in one sink transaction and then
 // advances the stream's offset. On any error nothing is committed and the
-// offset stays where it was.
+// offset stays where it was — except that a job with a dead-letter table
+// whose sink rejected a row's value runs the window again, storing the
+// rejected rows in that table (runDeadLetters).
 func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err error) {
 	p := prep.Plan
 	res = &Result{Job: p.Job.Name, Start: time.Now().UTC()}
@@ -39,6 +41,9 @@ func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err erro
 	}
 	if prep.push != nil {
 		stats, from, to, err := prep.push.Run(ctx, p.Job.Name)
+		if prep.deadLettering(err) {
+			return r.runDeadLetters(ctx, prep, res)
+		}
 		if errors.Is(err, ErrPushdownValue) {
 			if derr := r.replay(ctx, prep); derr != nil {
 				return res, fmt.Errorf("%w (the pushed-down run failed: %v; replayed through sluice to name the row, nothing committed)", derr, err)
@@ -51,7 +56,11 @@ func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err erro
 		r.log().Debug("run committed", "job", p.Job.Name, "pushdown", true, "from", from.String(), "to", to.String())
 		return res, nil
 	}
-	return r.runThrough(ctx, prep, res)
+	res, err = r.runThrough(ctx, prep, res)
+	if prep.deadLettering(err) {
+		return r.runDeadLetters(ctx, prep, &Result{Job: res.Job, Start: res.Start})
+	}
+	return res, err
 }
 
 // replay runs a pushed-down plan through sluice without committing, to

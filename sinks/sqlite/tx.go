@@ -34,6 +34,7 @@ type Tx struct {
 	applied bool                   // ApplyStaged ran: the staging table is gone
 	err     error                  // a failed Write poisons the transaction
 	done    bool
+	saved   *txState // the state at the savepoint of a run with dead letters (deadletter.go)
 }
 
 // Begin opens the sink transaction of one run of job: it takes a dedicated

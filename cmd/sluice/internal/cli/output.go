@@ -104,12 +104,13 @@ type planJSON struct {
 		Type string `json:"type"`
 	} `json:"project"`
 	Sink struct {
-		Conn     string   `json:"connection"`
-		Backend  string   `json:"backend"`
-		Table    string   `json:"table,omitempty"`
-		Mode     string   `json:"mode"`
-		Keys     []string `json:"keys,omitempty"`
-		OnDelete string   `json:"on_delete,omitempty"`
+		Conn       string   `json:"connection"`
+		Backend    string   `json:"backend"`
+		Table      string   `json:"table,omitempty"`
+		Mode       string   `json:"mode"`
+		Keys       []string `json:"keys,omitempty"`
+		OnDelete   string   `json:"on_delete,omitempty"`
+		DeadLetter string   `json:"dead_letter,omitempty"`
 		// OnSchemaChange: the policy (evolve, fail, ignore; "" for stdout).
 		OnSchemaChange string `json:"on_schema_change,omitempty"`
 		// Evolve: what a run changes in the existing target before writing.
@@ -158,6 +159,7 @@ func newPlanJSON(p *plan.Plan) planJSON {
 	for _, c := range s.Evolve {
 		j.Sink.Evolve = append(j.Sink.Evolve, c.String())
 	}
+	j.Sink.DeadLetter = s.DeadLetter
 	j.Pushdown, j.Setup, j.Warnings = p.Pushdown, p.Setup, p.Warnings
 	j.Steps = []stepJSON{}
 	for _, st := range p.Steps {
