@@ -125,6 +125,9 @@ type careful struct {
 	now    time.Time
 	dead   []DeadLetter
 	unique []unit // changes that failed alone on a unique violation, in commit order
+	// onReject, when set, is told about each rejected unit instead of
+	// recording it as a dead letter (a replay).
+	onReject func(u unit, err error)
 }
 
 // unit is a change, or an UPDATE_BEFORE with its UPDATE_AFTER: what the
@@ -289,6 +292,10 @@ func (c *careful) fatal(err error) error {
 // without the connection's secrets. A sink that ignores UPDATE_BEFORE
 // (a merge) records the UPDATE_AFTER only.
 func (c *careful) reject(u unit, err error) {
+	if c.onReject != nil {
+		c.onReject(u, err)
+		return
+	}
 	st := &c.prep.Plan.Sink
 	idx, _ := st.RowKey(cdc.Schema{Key: c.prep.stream.TableSchema.Key})
 	text := err.Error()

@@ -39,6 +39,7 @@ type Tx struct {
 	nulls        changerel.NullSuspects // staged rows that write NULL into a NOT NULL column
 	err          error                  // a failed Write poisons the transaction
 	done         bool
+	saved        *txState // the state at the savepoint of a run with dead letters (deadletter.go)
 }
 
 // Begin opens the sink transaction of one run of job (READ COMMITTED) and

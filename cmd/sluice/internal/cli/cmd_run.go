@@ -140,7 +140,11 @@ func printResult(w io.Writer, res *runner.Result) {
 		fmt.Fprintf(w, "%s: skipped: %s\n", res.Job, res.Skipped)
 		return
 	}
-	fmt.Fprintf(w, "%s: read %s; wrote %s; offset %s -> %s\n", res.Job, counts(res.Stats.Read), counts(res.Stats.Written),
+	dead := ""
+	if res.Stats.DeadLettered > 0 {
+		dead = fmt.Sprintf("; dead-lettered %d", res.Stats.DeadLettered)
+	}
+	fmt.Fprintf(w, "%s: read %s; wrote %s%s; offset %s -> %s\n", res.Job, counts(res.Stats.Read), counts(res.Stats.Written), dead,
 		offsetText(res.From, time.Time{}), offsetText(res.To, res.End))
 	if res.Skipped != "" {
 		fmt.Fprintf(w, "%s: note: %s\n", res.Job, res.Skipped)
