@@ -19,7 +19,7 @@ func metricNames(t *testing.T) map[string]bool {
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
 		for _, c := range []prometheus.Collector{m.runs, m.failures, m.rows, m.duration, m.lagChanges, m.lagSeconds,
-			m.stopped, m.running, m.skipped, m.lastSuccess} {
+			m.stopped, m.running, m.skipped, m.lastSuccess, m.deadLetters} {
 			c.Describe(ch)
 		}
 		close(ch)
@@ -72,7 +72,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"sluice_stream_lag_changes", "sluice_stream_lag_seconds", "sluice_runs_total", "sluice_rows_total", "sluice_run_duration_seconds"} {
+	for _, want := range []string{"sluice_stream_lag_changes", "sluice_stream_lag_seconds", "sluice_runs_total", "sluice_rows_total", "sluice_run_duration_seconds", "sluice_dead_letters_total"} {
 		if !used[want] {
 			t.Errorf("the dashboard does not chart %s", want)
 		}

@@ -46,6 +46,9 @@ type Run struct {
 	Status  Status
 	Read    map[cdc.Op]int64 // changes read from the stream, by change type
 	Written map[cdc.Op]int64 // rows applied at the sink, by change type
+	// DeadLettered counts the rows the sink rejected and the run stored
+	// in the job's dead-letter table (runner.Stats.DeadLettered).
+	DeadLettered int64
 	From    cdc.Offset       // offset the run read from (zero if it failed before)
 	To      cdc.Offset       // offset after the run (zero unless committed)
 	Error   string           // the error, "" when it succeeded

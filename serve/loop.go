@@ -276,7 +276,7 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 		res.Start, res.End = start.UTC(), end.UTC()
 	}
 	r := &Run{Job: name, Node: s.node, Start: res.Start.UTC(), End: res.End.UTC(), Status: st0,
-		Read: res.Stats.Read, Written: res.Stats.Written, From: res.From, Skipped: res.Skipped, Note: res.Note}
+		Read: res.Stats.Read, Written: res.Stats.Written, DeadLettered: res.Stats.DeadLettered, From: res.From, Skipped: res.Skipped, Note: res.Note}
 	if err == nil {
 		r.To = res.To
 	} else {
@@ -299,7 +299,7 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 		if emptyPoll {
 			level = slog.LevelDebug
 		}
-		s.log.Log(ctx, level, "run committed", "job", name, "read", Rows(r.Read), "written", Rows(r.Written),
+		s.log.Log(ctx, level, "run committed", "job", name, "read", Rows(r.Read), "written", Rows(r.Written), "dead_lettered", r.DeadLettered,
 			"from", r.From.String(), "to", r.To.String(), "duration", r.Duration())
 	case StatusSkipped:
 		st.succeeded(r)

@@ -18,6 +18,7 @@ import (
 //	sluice_runs_total{job,result}                       counter; result = committed|empty|skipped|failed|cancelled
 //	sluice_run_failures_total{job,kind}                 counter; kind = transient|permanent
 //	sluice_rows_total{job,stage,change_type}            counter; stage = read|written
+//	sluice_dead_letters_total{job}                      counter, rows the sink rejected and the run stored in the job's dead-letter table
 //	sluice_run_duration_seconds{job}                    histogram
 //	sluice_stream_lag_changes{job}                      gauge, changes pending in the stream
 //	sluice_stream_lag_seconds{job}                      gauge, age of the oldest pending change
@@ -40,6 +41,7 @@ type Metrics struct {
 	runs        *prometheus.CounterVec
 	failures    *prometheus.CounterVec
 	rows        *prometheus.CounterVec
+	deadLetters *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	lagChanges  *prometheus.GaugeVec
 	lagSeconds  *prometheus.GaugeVec
@@ -69,6 +71,9 @@ func NewMetrics() *Metrics {
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_rows_total", Help: "Changes read from the stream (stage=read) and rows applied at the sink (stage=written), by change type.",
 		}, []string{"job", "stage", "change_type"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_dead_letters_total", Help: "Rows the sink rejected for their value and the run stored in the job's dead-letter table (sink: {dead_letter: TABLE}).",
+		}, job),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sluice_run_duration_seconds", Help: "Duration of runs, failed or not.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12), // 5ms … ~5min
@@ -104,7 +109,7 @@ func NewMetrics() *Metrics {
 			Name: "sluice_history_unrecorded_runs", Help: "Runs kept in memory because the run history could not store them yet (retried until stored).",
 		}),
 	}
-	m.reg.MustRegister(m.runs, m.failures, m.rows, m.duration, m.lagChanges, m.lagSeconds,
+	m.reg.MustRegister(m.runs, m.failures, m.rows, m.deadLetters, m.duration, m.lagChanges, m.lagSeconds,
 		m.stopped, m.running, m.skipped, m.slotWaits, m.lastSuccess, m.unrecorded, m.logRows, m.logBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -171,6 +176,9 @@ func (m *Metrics) observe(job string, r *runner.Result, err error, st Status) {
 	}
 	for op, n := range r.Stats.Written {
 		m.rows.WithLabelValues(job, "written", op.String()).Add(float64(n))
+	}
+	if r.Stats.DeadLettered > 0 {
+		m.deadLetters.WithLabelValues(job).Add(float64(r.Stats.DeadLettered))
 	}
 	if !r.End.IsZero() {
 		m.lastSuccess.WithLabelValues(job).Set(float64(r.End.UnixNano()) / 1e9)

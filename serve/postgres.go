@@ -100,6 +100,7 @@ func NewPGStore(ctx context.Context, pool *pgxpool.Pool, opt StoreOptions) (*PGS
 )`,
 		"ALTER TABLE " + pgRuns + " ADD COLUMN IF NOT EXISTS retry_at timestamptz",
 		"ALTER TABLE " + pgRuns + " ADD COLUMN IF NOT EXISTS note text NOT NULL DEFAULT ''",
+		"ALTER TABLE " + pgRuns + " ADD COLUMN IF NOT EXISTS dead_lettered bigint NOT NULL DEFAULT 0",
 		"CREATE INDEX IF NOT EXISTS " + RunsTable + "_job ON " + pgRuns + " (job, id)",
 	}
 	for _, q := range ddl {
@@ -138,13 +139,13 @@ func (s *PGStore) Record(ctx context.Context, r *Run) (int64, error) {
 	cols = append(cols, strings.Split(countColumns(), ", ")...)
 	args = append(args, countArgs(r.Read)...)
 	args = append(args, countArgs(r.Written)...)
-	cols = append(cols, "from_offset", "to_offset", "error", "skipped", "note", "retry_at")
+	cols = append(cols, "from_offset", "to_offset", "error", "skipped", "note", "retry_at", "dead_lettered")
 	var retryAt *time.Time
 	if !r.RetryAt.IsZero() {
 		t := r.RetryAt.UTC()
 		retryAt = &t
 	}
-	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped, r.Note, retryAt)
+	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped, r.Note, retryAt, r.DeadLettered)
 	ph := make([]string, len(args))
 	for i := range ph {
 		ph[i] = fmt.Sprintf("$%d", i+1)
@@ -159,7 +160,7 @@ func (s *PGStore) Record(ctx context.Context, r *Run) (int64, error) {
 
 // List returns recorded runs, newest first.
 func (s *PGStore) List(ctx context.Context, job string, limit int) ([]Run, error) {
-	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped, note, retry_at FROM " + pgRuns
+	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped, note, retry_at, dead_lettered FROM " + pgRuns
 	args := []any{defaultLimit(limit)}
 	if job != "" {
 		q += " WHERE job = $2"
@@ -181,7 +182,7 @@ func (s *PGStore) List(ctx context.Context, job string, limit int) ([]Run, error
 		for i := range counts {
 			dest = append(dest, &counts[i])
 		}
-		dest = append(dest, &from, &to, &r.Error, &r.Skipped, &r.Note, &retryAt)
+		dest = append(dest, &from, &to, &r.Error, &r.Skipped, &r.Note, &retryAt, &r.DeadLettered)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}

@@ -102,7 +102,8 @@ func NewSQLiteStore(ctx context.Context, db *sql.DB, opt StoreOptions) (*SQLiteS
 	error TEXT NOT NULL DEFAULT '',
 	skipped TEXT NOT NULL DEFAULT '',
 	note TEXT NOT NULL DEFAULT '',
-	retry_at TEXT NOT NULL DEFAULT ''
+	retry_at TEXT NOT NULL DEFAULT '',
+	dead_lettered INTEGER NOT NULL DEFAULT 0
 )`,
 		`CREATE INDEX IF NOT EXISTS ` + RunsTable + `_job ON ` + RunsTable + ` (job, id)`,
 		`CREATE TABLE IF NOT EXISTS ` + LocksTable + ` (
@@ -117,14 +118,15 @@ func NewSQLiteStore(ctx context.Context, db *sql.DB, opt StoreOptions) (*SQLiteS
 			return nil, fmt.Errorf("create sluice history tables: %w", err)
 		}
 	}
-	// Tables created before retry_at and note existed gain them.
-	for _, col := range []string{"retry_at", "note"} {
+	// Tables created before retry_at, note and dead_lettered existed gain them.
+	for _, c := range []struct{ col, decl string }{{"retry_at", "TEXT NOT NULL DEFAULT ''"}, {"note", "TEXT NOT NULL DEFAULT ''"}, {"dead_lettered", "INTEGER NOT NULL DEFAULT 0"}} {
+		col := c.col
 		var has bool
 		if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('`+RunsTable+`') WHERE name = ?)`, col).Scan(&has); err != nil {
 			return nil, fmt.Errorf("create sluice history tables: %w", err)
 		}
 		if !has {
-			if _, err := db.ExecContext(ctx, `ALTER TABLE `+RunsTable+` ADD COLUMN `+col+` TEXT NOT NULL DEFAULT ''`); err != nil {
+			if _, err := db.ExecContext(ctx, `ALTER TABLE `+RunsTable+` ADD COLUMN `+col+` `+c.decl); err != nil {
 				return nil, fmt.Errorf("add %s to %s: %w", col, RunsTable, err)
 			}
 		}
@@ -153,12 +155,12 @@ func (s *SQLiteStore) Record(ctx context.Context, r *Run) (int64, error) {
 		}
 		args = append(args, countArgs(p.m)...)
 	}
-	cols = append(cols, "from_offset", "to_offset", "error", "skipped", "note", "retry_at")
+	cols = append(cols, "from_offset", "to_offset", "error", "skipped", "note", "retry_at", "dead_lettered")
 	retryAt := ""
 	if !r.RetryAt.IsZero() {
 		retryAt = r.RetryAt.UTC().Format(timeLayout)
 	}
-	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped, r.Note, retryAt)
+	args = append(args, encodeOffset(r.From), encodeOffset(r.To), r.Error, r.Skipped, r.Note, retryAt, r.DeadLettered)
 	q := "INSERT INTO " + RunsTable + " (" + strings.Join(cols, ", ") + ") VALUES (?" + strings.Repeat(", ?", len(cols)-1) + ")"
 	res, err := s.db.ExecContext(ctx, q, args...)
 	if err != nil {
@@ -169,7 +171,7 @@ func (s *SQLiteStore) Record(ctx context.Context, r *Run) (int64, error) {
 
 // List returns recorded runs, newest first.
 func (s *SQLiteStore) List(ctx context.Context, job string, limit int) ([]Run, error) {
-	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped, note, retry_at FROM " + RunsTable
+	q := "SELECT id, job, node, started_at, ended_at, status, " + countColumns() + ", from_offset, to_offset, error, skipped, note, retry_at, dead_lettered FROM " + RunsTable
 	var args []any
 	if job != "" {
 		q += " WHERE job = ?"
@@ -191,7 +193,7 @@ func (s *SQLiteStore) List(ctx context.Context, job string, limit int) ([]Run, e
 		for i := range counts {
 			dest = append(dest, &counts[i])
 		}
-		dest = append(dest, &from, &to, &r.Error, &r.Skipped, &r.Note, &retryAt)
+		dest = append(dest, &from, &to, &r.Error, &r.Skipped, &r.Note, &retryAt, &r.DeadLettered)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}

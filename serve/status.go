@@ -211,7 +211,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // MarshalJSON writes a Run with change types by name
-// ({"read": {"INSERT": 3}}), offsets by OffsetJSON and times in RFC 3339
+// ({"read": {"INSERT": 3}}), dead_lettered when not 0, offsets by OffsetJSON and times in RFC 3339
 // (retry_at only for a transient failure).
 func (r Run) MarshalJSON() ([]byte, error) {
 	type run struct {
@@ -224,6 +224,7 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		Status  Status           `json:"status"`
 		Read    map[string]int64 `json:"read,omitempty"`
 		Written map[string]int64 `json:"written,omitempty"`
+		Dead    int64            `json:"dead_lettered,omitempty"`
 		From    any              `json:"from,omitempty"`
 		To      any              `json:"to,omitempty"`
 		Error   string           `json:"error,omitempty"`
@@ -246,7 +247,7 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		retryAt = &r.RetryAt
 	}
 	return json.Marshal(run{r.ID, r.Job, r.Node, r.Start, r.End, r.Duration().Seconds(), r.Status,
-		named(r.Read), named(r.Written), OffsetJSON(r.From), OffsetJSON(r.To), r.Error, r.Skipped, r.Note, retryAt})
+		named(r.Read), named(r.Written), r.DeadLettered, OffsetJSON(r.From), OffsetJSON(r.To), r.Error, r.Skipped, r.Note, retryAt})
 }
 
 // OffsetJSON is an offset as /healthz and `--format json` print it: nil for

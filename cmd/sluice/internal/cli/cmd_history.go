@@ -91,7 +91,16 @@ func cmdHistory(ctx context.Context, e *env, state, format string, limit int, re
 			note = run.Note
 		}
 		rows = append(rows, []any{run.Job, run.Start, fmt.Sprintf("%.3f", run.Duration().Seconds()), string(run.Status),
-			counts(run.Read), counts(run.Written), offsetText(run.From, time.Time{}) + " -> " + offsetText(run.To, run.End), note})
+			written(run), offsetText(run.From, time.Time{}) + " -> " + offsetText(run.To, run.End), note})
 	}
 	return stdout.Table(e.stdout, cols, rows)
+}
+
+// written is the history's written cell: the rows by change type, and
+// the rows dead-lettered when there were any.
+func written(run serve.Run) string {
+	if run.DeadLettered == 0 {
+		return counts(run.Written)
+	}
+	return fmt.Sprintf("%s; dead-lettered %d", counts(run.Written), run.DeadLettered)
 }
