@@ -49,12 +49,12 @@ type Run struct {
 	// DeadLettered counts the rows the sink rejected and the run stored
 	// in the job's dead-letter table (runner.Stats.DeadLettered).
 	DeadLettered int64
-	From    cdc.Offset       // offset the run read from (zero if it failed before)
-	To      cdc.Offset       // offset after the run (zero unless committed)
-	Error   string           // the error, "" when it succeeded
-	Skipped string           // why nothing was consumed (StatusSkipped)
-	Note    string           // a remark on a committed run: it accepted a new stream incarnation (runner.Stats.Note); "" for none
-	RetryAt time.Time        // StatusTransient: when the server retries (UTC); zero otherwise
+	From         cdc.Offset // offset the run read from (zero if it failed before)
+	To           cdc.Offset // offset after the run (zero unless committed)
+	Error        string     // the error, "" when it succeeded
+	Skipped      string     // why nothing was consumed (StatusSkipped)
+	Note         string     // a remark on a committed run: it accepted a new stream incarnation (runner.Stats.Note); "" for none
+	RetryAt      time.Time  // StatusTransient: when the server retries (UTC); zero otherwise
 }
 
 // Duration is End − Start.
