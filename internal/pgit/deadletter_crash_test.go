@@ -2,15 +2,19 @@ package pgit
 
 import (
 	"bytes"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluicedata/sluice/internal/pgtest"
+	_ "modernc.org/sqlite"
 )
 
 // TestDeadLetterCrash kills `sluice run` (SIGKILL) at random points of a
@@ -24,9 +28,21 @@ import (
 // changed), not from sluice. Neither table has a key, so a row delivered
 // twice would show.
 func TestDeadLetterCrash(t *testing.T) {
+	bin := sluiceBinary(t)
+	t.Run("postgres sink", func(t *testing.T) { deadLetterCrash(t, bin, false) })
+	t.Run("sqlite sink", func(t *testing.T) { deadLetterCrash(t, bin, true) })
+}
+
+// deadLetterCrash is TestDeadLetterCrash into a PostgreSQL database or,
+// with lite, a SQLite file.
+func deadLetterCrash(t *testing.T, bin string, lite bool) {
 	src := pgtest.NewDatabase(t)
 	sink := pgtest.NewDatabase(t)
-	bin := sluiceBinary(t)
+	dir := t.TempDir()
+	sinkConn := sink
+	if lite {
+		sinkConn = "sqlite:" + filepath.Join(dir, "sink.db")
+	}
 	iterations := 20
 	if testing.Short() {
 		iterations = 8
@@ -41,13 +57,26 @@ func TestDeadLetterCrash(t *testing.T) {
 ALTER TABLE ev SET PROPERTIES ('change_tracking' = 'true');
 CREATE TABLE STREAM ev_stream ON TABLE ev WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY');
 `)
-	mustExec(t, kc, `CREATE TABLE ev_copy (id bigint, qty integer CHECK (qty >= 0), note text)`)
-	job := writeJob(t, t.TempDir(), "dl.yaml", fmt.Sprintf(`name: crash_dl
+	target := `CREATE TABLE ev_copy (id bigint, qty integer CHECK (qty >= 0), note text)`
+	var ldb *sql.DB
+	if lite {
+		var err error
+		if ldb, err = sql.Open("sqlite", strings.TrimPrefix(sinkConn, "sqlite:")); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ldb.Close() })
+		if _, err := ldb.Exec(`CREATE TABLE ev_copy (id BIGINT, qty INT CHECK (qty >= 0), note TEXT)`); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		mustExec(t, kc, target)
+	}
+	job := writeJob(t, dir, "dl.yaml", fmt.Sprintf(`name: crash_dl
 connection: %q
 source: ev_stream
 select: [id, qty, note]
 sink: {table: ev_copy, mode: append, dead_letter: ev_rejects, connection: %q}
-`, src, sink))
+`, src, sinkConn))
 
 	next := int64(1)
 	insert := func() {
@@ -121,8 +150,14 @@ sink: {table: ev_copy, mode: append, dead_letter: ev_rejects, connection: %q}
 	// Expected, from the source's own rows.
 	wantGood := queryText(t, sc, `SELECT id::text, qty::text, note FROM ev WHERE qty >= 0 ORDER BY ev.id`)
 	wantBad := queryText(t, sc, `SELECT id::text, qty::text, note FROM ev WHERE qty < 0 ORDER BY ev.id`)
-	gotGood := queryText(t, kc, `SELECT id::text, qty::text, note FROM ev_copy ORDER BY ev_copy.id`)
-	gotBad := queryText(t, kc, `SELECT "row"->>'id', "row"->>'qty', "row"->>'note' FROM ev_rejects WHERE job = 'crash_dl' ORDER BY ("row"->>'id')::bigint`)
+	var gotGood, gotBad [][]string
+	if lite {
+		gotGood = sqliteText(t, ldb, `SELECT id, qty, note FROM ev_copy ORDER BY id`)
+		gotBad = sqliteText(t, ldb, `SELECT json_extract("row", '$.id'), json_extract("row", '$.qty'), json_extract("row", '$.note') FROM ev_rejects WHERE job = 'crash_dl' ORDER BY json_extract("row", '$.id')`)
+	} else {
+		gotGood = queryText(t, kc, `SELECT id::text, qty::text, note FROM ev_copy ORDER BY ev_copy.id`)
+		gotBad = queryText(t, kc, `SELECT "row"->>'id', "row"->>'qty', "row"->>'note' FROM ev_rejects WHERE job = 'crash_dl' ORDER BY ("row"->>'id')::bigint`)
+	}
 	if fmt.Sprint(gotGood) != fmt.Sprint(wantGood) {
 		t.Errorf("target holds %d rows, want %d (each accepted change once)\n got %v\nwant %v", len(gotGood), len(wantGood), gotGood, wantGood)
 	}
@@ -132,8 +167,44 @@ sink: {table: ev_copy, mode: append, dead_letter: ev_rejects, connection: %q}
 	if len(wantBad) == 0 {
 		t.Error("the workload made no rejected row; the test would prove nothing")
 	}
-	keys := queryText(t, kc, `SELECT count(*)::text FROM ev_rejects WHERE "key" IS NOT NULL AND "key" <> 'null'::jsonb AND "change_type" = 'INSERT' AND "error" LIKE '%check constraint%'`)
+	var keys [][]string
+	if lite {
+		keys = sqliteText(t, ldb, `SELECT count(*) FROM ev_rejects WHERE "key" IS NOT NULL AND "key" <> 'null' AND "change_type" = 'INSERT' AND "error" LIKE '%CHECK constraint failed%'`)
+	} else {
+		keys = queryText(t, kc, `SELECT count(*)::text FROM ev_rejects WHERE "key" IS NOT NULL AND "key" <> 'null'::jsonb AND "change_type" = 'INSERT' AND "error" LIKE '%check constraint%'`)
+	}
 	if keys[0][0] != strconv.Itoa(len(gotBad)) {
 		t.Errorf("%s dead letters name a key, an INSERT and the check constraint; want all %d", keys[0][0], len(gotBad))
 	}
+}
+
+// sqliteText returns the rows of query as text (NULL as <NULL>).
+func sqliteText(t *testing.T, db *sql.DB, query string) [][]string {
+	t.Helper()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out [][]string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		r := make([]string, len(cols))
+		for i, v := range vals {
+			r[i] = v.String
+			if !v.Valid {
+				r[i] = "<NULL>"
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
