@@ -27,15 +27,16 @@ const dlSavepoint = "sluice_dead_letter"
 // value out of range, too long for its column, not valid for its type)
 // are runner.RejectedValue, as is a value that does not convert to its
 // column's type before it is sent (*cdc.ValueError). A foreign key
-// violation (23503), a missing table or column, a refused permission, a
-// lost connection are not rejections.
+// violation (23503, 23001), a missing table or column, a refused
+// permission, a serialization failure, a lost connection are not
+// rejections.
 func (s *Sink) Rejection(err error) runner.Rejection {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
 		case pe.Code == "23505":
 			return runner.RejectedUnique
-		case pe.Code == "23503":
+		case pe.Code == "23503", pe.Code == "23001": // foreign_key_violation, restrict_violation
 			return runner.NotRejected
 		case strings.HasPrefix(pe.Code, "22"), strings.HasPrefix(pe.Code, "23"):
 			return runner.RejectedValue
