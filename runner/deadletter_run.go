@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicedata/sluice/cdc"
@@ -329,6 +330,9 @@ func planDeadLetter(prep *Prepared) error {
 		return pos.Errorf(p.Job.Sink.DeadLetterPos, "%w: %s sinks have no dead-letter table", ErrNoDeadLetter, p.Sink.Backend)
 	}
 	p.Sink.DeadLetter = p.Job.Sink.DeadLetter
+	for i, w := range p.Warnings { // narrowing: such a value no longer fails the run
+		p.Warnings[i] = strings.ReplaceAll(w, "fails the run (the offset does not move)", "goes to the dead-letter table "+p.Sink.DeadLetter)
+	}
 	step := DeadLetterStep(&p.Sink)
 	if p.Pushdown {
 		step.What = "on a value the target refuses: roll the pushed-down transaction back and run the window through sluice instead (the sink's own statements), " + step.What
