@@ -71,16 +71,15 @@ func (r *Runner) runDeadLetters(ctx context.Context, prep *Prepared, res *Result
 	if err != nil {
 		return res, err
 	}
-	from := info.Offset
-	if cp, ok, err := tx.Checkpoint(ctx); err != nil {
+	cp, ok, err := tx.Checkpoint(ctx)
+	if err != nil {
 		return res, err
-	} else if ok && cp.StreamID == info.ID {
-		if err := BackfillInProgress(cp); err != nil {
-			return res, err
-		}
-		from = cp.Offset
 	}
-	res.From = from
+	from, note, err := Start(ctx, p.Job.Name, cp, ok, info)
+	if err != nil {
+		return res, err
+	}
+	res.From, res.Note = from, note
 	// No change left out: the bisection relies on commit order.
 	rd, err := prep.source.Changes(ctx, info, from, ReadOptions{BatchSize: r.batchSize()})
 	if err != nil {
@@ -104,7 +103,7 @@ func (r *Runner) runDeadLetters(ctx context.Context, prep *Prepared, res *Result
 		return res, err
 	}
 	committed = true
-	stats.Read, stats.DeadLettered = read, int64(len(c.dead))
+	stats.Read, stats.Note, stats.DeadLettered = read, note, int64(len(c.dead))
 	res.Stats, res.To = stats, to
 	r.log().Warn("rows dead-lettered", "job", p.Job.Name, "table", p.Sink.DeadLetter, "rows", len(c.dead))
 	if !to.Equal(info.Offset) {
