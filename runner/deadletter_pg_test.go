@@ -72,7 +72,9 @@ INSERT INTO %s VALUES (100, 'old', 1, 1.00, 'taken@x')`
 // length, numeric overflow, a UNIQUE value another target row holds) goes
 // to the dead-letter table with its key, change type and reason, and
 // its row exactly (the DECIMAL as a string); the good rows land, the
-// offset moves, and a second run delivers nothing again.
+// offset moves, and a second run delivers nothing again. The jobs set
+// on_schema_change: ignore, so that the narrower target columns stay as
+// they are (evolve would widen them).
 func TestPostgresDeadLetterKinds(t *testing.T) {
 	pg := pgtest.NewDatabase(t)
 	other := pgtest.NewDatabase(t)
@@ -89,9 +91,9 @@ CREATE TABLE STREAM s2 ON TABLE src WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STAN
 	pgExec(t, other, strings.ReplaceAll(dlPGTarget, "%s", "t_pg")+";"+strings.ReplaceAll(dlPGTarget, "%s", "t_back"))
 	type path struct{ name, job, src, dst, table, stream string }
 	paths := []path{
-		{"postgres pushdown", "name: push\nconnection: '" + pg + "'\nsource: s1\nsink: {table: t_push, mode: merge, keys: [id], dead_letter: rejects}\n", pg, pg, "t_push", "s1"},
-		{"postgres → postgres", "name: pgpg\nconnection: '" + pg + "'\nsource: s2\nsink: {table: t_pg, mode: merge, keys: [id], dead_letter: rejects, connection: '" + other + "'}\n", pg, other, "t_pg", "s2"},
-		{"sqlite → postgres", "name: litepg\nsource: s1\nsink: {table: t_back, mode: append, dead_letter: rejects, connection: '" + other + "'}\n", lite, other, "t_back", "s1"},
+		{"postgres pushdown", "name: push\nconnection: '" + pg + "'\nsource: s1\nsink: {table: t_push, mode: merge, keys: [id], dead_letter: rejects, on_schema_change: ignore}\n", pg, pg, "t_push", "s1"},
+		{"postgres → postgres", "name: pgpg\nconnection: '" + pg + "'\nsource: s2\nsink: {table: t_pg, mode: merge, keys: [id], dead_letter: rejects, on_schema_change: ignore, connection: '" + other + "'}\n", pg, other, "t_pg", "s2"},
+		{"sqlite → postgres", "name: litepg\nsource: s1\nsink: {table: t_back, mode: append, dead_letter: rejects, on_schema_change: ignore, connection: '" + other + "'}\n", lite, other, "t_back", "s1"},
 	}
 	reasons := []struct{ key, reason string }{
 		{`{"id": 2}`, "check constraint"},

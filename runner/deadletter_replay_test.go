@@ -23,7 +23,7 @@ ALTER TABLE src SET PROPERTIES ('change_tracking' = 'true');
 CREATE TABLE STREAM s ON TABLE src WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');`)
 	e.sql(pg, dlSourceRows)
 	pgExec(t, other, strings.ReplaceAll(dlPGTarget, "%s", "t"))
-	job := e.job("replay.yaml", "name: rp\nconnection: '"+pg+"'\nsource: s\nsink: {table: t, mode: merge, keys: [id], dead_letter: rejects, connection: '"+other+"'}\n")
+	job := e.job("replay.yaml", "name: rp\nconnection: '"+pg+"'\nsource: s\nsink: {table: t, mode: merge, keys: [id], dead_letter: rejects, on_schema_change: ignore, connection: '"+other+"'}\n")
 	if _, err := e.run(job); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ CREATE TABLE t_perm (id integer PRIMARY KEY, parent integer);
 CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'permission denied for table t_perm' USING ERRCODE = '42501'; END $$;
 CREATE TRIGGER refuse BEFORE INSERT ON t_perm FOR EACH ROW WHEN (NEW.id = 2) EXECUTE FUNCTION refuse();`)
 	for _, c := range []struct{ stream, table, want string }{{"s1", "t_fk", "foreign key"}, {"s2", "t_perm", "permission denied"}} {
-		job := e.job(c.table+".yaml", "name: "+c.table+"\nconnection: '"+pg+"'\nsource: "+c.stream+"\nsink: {table: "+c.table+", mode: merge, keys: [id], dead_letter: rejects, connection: '"+other+"'}\n")
+		job := e.job(c.table+".yaml", "name: "+c.table+"\nconnection: '"+pg+"'\nsource: "+c.stream+"\nsink: {table: "+c.table+", mode: merge, keys: [id], dead_letter: rejects, on_schema_change: ignore, connection: '"+other+"'}\n")
 		_, err := e.run(job)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: run error %v, want one containing %q", c.table, err, c.want)

@@ -17,7 +17,7 @@ func TestDeadLetterVerb(t *testing.T) {
 ALTER TABLE src SET PROPERTIES ('change_tracking' = 'true');
 CREATE TABLE STREAM s ON TABLE src WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');
 INSERT INTO src VALUES (1, 1.50), (2, 12345.67), (3, 3.00);`)
-	job := writeFile(t, d.dir, "dl.yaml", "name: dl\nconnection: "+d.conn+"\nsource: s\nsink: {table: tgt, mode: merge, keys: [id], connection: sqlite:"+d.dir+"/sink.db, dead_letter: rejects}\n")
+	job := writeFile(t, d.dir, "dl.yaml", "name: dl\nconnection: "+d.conn+"\nsource: s\nsink: {table: tgt, mode: merge, keys: [id], connection: sqlite:"+d.dir+"/sink.db, dead_letter: rejects, on_schema_change: ignore}\n")
 	mustSluice(t, "sql", "--conn", "sqlite:"+d.dir+"/sink.db", "CREATE TABLE tgt (id INT, amount DECIMAL(4,2), PRIMARY KEY (id))")
 	r := mustSluice(t, "run", job)
 	if !strings.Contains(r.stdout, "dl: read 3 (INSERT 3); wrote 2 (INSERT 2); dead-lettered 1;") {
