@@ -188,7 +188,7 @@ func recordRun(ctx context.Context, e *env, r *runner.Runner, state string, res 
 	}
 	defer st.Close()
 	run := &serve.Run{Job: res.Job, Start: res.Start, End: res.End, Status: serve.StatusCommitted,
-		Read: res.Stats.Read, Written: res.Stats.Written, From: res.From, To: res.To, Skipped: res.Skipped}
+		Read: res.Stats.Read, Written: res.Stats.Written, DeadLettered: res.Stats.DeadLettered, From: res.From, To: res.To, Skipped: res.Skipped}
 	if res.Skipped != "" {
 		run.Status = serve.StatusSkipped
 	}
@@ -210,6 +210,6 @@ func recordNote(ctx context.Context, e *env, r *runner.Runner, state string, res
 	}
 	defer st.Close()
 	_, err = st.Record(ctx, &serve.Run{Job: res.Job, Start: res.Start, End: res.End, Status: serve.StatusCommitted,
-		Read: res.Stats.Read, Written: res.Stats.Written, From: res.From, To: res.To, Note: res.Note})
+		Read: res.Stats.Read, Written: res.Stats.Written, DeadLettered: res.Stats.DeadLettered, From: res.From, To: res.To, Note: res.Note})
 	return redact.Error(err, url)
 }
