@@ -51,7 +51,9 @@
 // dedicated connection held for the run (PGStore), or a SQLite lock row
 // with a lease and heartbeat claimed inside BEGIN IMMEDIATE (SQLiteStore).
 // A job then runs on one process at a time and every run is a row of
-// sluice_runs, wherever it ran.
+// sluice_runs, wherever it ran. Lock (joblock.go) takes the same lock for
+// a one-off run (`sluice run`, `sluice backfill`) and, when it is held,
+// names the holder (pid, host, since: stored with the lock, Holder).
 //
 // # Stopping and reloading
 //

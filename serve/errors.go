@@ -18,6 +18,9 @@ var (
 	ErrKeptOld = errors.New("job file not reloaded; previous definition kept")
 	// ErrDuplicateJob: two job files define the same job name.
 	ErrDuplicateJob = errors.New("duplicate job name")
+	// ErrJobRunning: another process holds the job's lock (Lock returns a
+	// *RunningError naming it).
+	ErrJobRunning = errors.New("job is running elsewhere")
 	// ErrUnknownHistory: OpenStore got a connection URL
 	// whose scheme has no implementation (only sqlite and postgres).
 	ErrUnknownHistory = errors.New("no run history or lock implementation for this connection")

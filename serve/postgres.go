@@ -102,6 +102,13 @@ func NewPGStore(ctx context.Context, pool *pgxpool.Pool, opt StoreOptions) (*PGS
 		"ALTER TABLE " + pgRuns + " ADD COLUMN IF NOT EXISTS note text NOT NULL DEFAULT ''",
 		"ALTER TABLE " + pgRuns + " ADD COLUMN IF NOT EXISTS dead_lettered bigint NOT NULL DEFAULT 0",
 		"CREATE INDEX IF NOT EXISTS " + RunsTable + "_job ON " + pgRuns + " (job, id)",
+		`CREATE TABLE IF NOT EXISTS ` + pgLocks + ` (
+	job text PRIMARY KEY,
+	backend_pid integer NOT NULL,
+	pid integer NOT NULL,
+	host text NOT NULL,
+	since timestamptz NOT NULL
+)`,
 	}
 	for _, q := range ddl {
 		if _, err := tx.Exec(ctx, q); err != nil {
@@ -115,6 +122,22 @@ func NewPGStore(ctx context.Context, pool *pgxpool.Pool, opt StoreOptions) (*PGS
 }
 
 const pgRuns = PGSchema + "." + RunsTable
+
+// pgLocks records who holds each job's advisory lock: the holder's session
+// (backend_pid) and its process (pid, host) and since when. A row is
+// current only while pg_locks shows its session holding the lock; a
+// session that died left a row that no longer counts.
+const pgLocks = PGSchema + "." + LocksTable
+
+// pgTryLock takes the advisory lock and, in the same statement, records the
+// holder ($3 pid, $4 host) when it got it. (Session advisory locks outlive
+// their transaction, so this statement's rollback would not release it:
+// on an error the connection is closed.)
+const pgTryLock = `WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1::int4, hashtext($2)) AS ok),
+w AS (INSERT INTO ` + pgLocks + ` (job, backend_pid, pid, host, since)
+	SELECT $2, pg_backend_pid(), $3, $4, now() FROM l WHERE ok
+	ON CONFLICT (job) DO UPDATE SET backend_pid = excluded.backend_pid, pid = excluded.pid, host = excluded.host, since = excluded.since)
+SELECT ok FROM l`
 
 // Close closes the idle lock connections, and the pool if the store
 // opened it. Locks still held stay held until their unlock.
@@ -201,7 +224,9 @@ func (s *PGStore) List(ctx context.Context, job string, limit int) ([]Run, error
 }
 
 // TryLock takes job's advisory lock on a dedicated connection, held until
-// unlock. ok is false, with no error, when another session holds it.
+// unlock, and records this process's pid and host name and the time in
+// sluice.sluice_locks (Holder reads them). ok is false, with no error,
+// when another session holds it.
 // While held, the session is pinged every 10s; a failed ping is logged as
 // an error (the server dropped the session and with it the lock). After
 // unlock the connection is kept for the job's next TryLock, so that a
@@ -211,7 +236,8 @@ func (s *PGStore) TryLock(ctx context.Context, job string) (unlock func(), ok bo
 	if err != nil {
 		return nil, false, fmt.Errorf("job lock: %w", err)
 	}
-	err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1::int4, hashtext($2))", pgLockClass, job).Scan(&ok)
+	me := thisProcess()
+	err = conn.QueryRow(ctx, pgTryLock, pgLockClass, job, me.pid, me.host).Scan(&ok)
 	if err != nil && kept && ctx.Err() == nil {
 		// The kept session died while idle (a terminated backend, a
 		// restarted server): ask again on a new one.
@@ -219,7 +245,7 @@ func (s *PGStore) TryLock(ctx context.Context, job string) (unlock func(), ok bo
 		if conn, err = pgx.ConnectConfig(ctx, s.cfg.Copy()); err != nil {
 			return nil, false, fmt.Errorf("job lock: %w", err)
 		}
-		err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1::int4, hashtext($2))", pgLockClass, job).Scan(&ok)
+		err = conn.QueryRow(ctx, pgTryLock, pgLockClass, job, me.pid, me.host).Scan(&ok)
 	}
 	if err != nil {
 		closeConn(ctx, conn)
@@ -263,6 +289,25 @@ func (s *PGStore) TryLock(ctx context.Context, job string) (unlock func(), ok bo
 			s.putConn(cctx, job, conn)
 		})
 	}, true, nil
+}
+
+// Holder returns the holder of job's advisory lock as it recorded itself
+// in sluice.sluice_locks; ok is false when no session holds the lock or
+// the holding session's record is not there (yet).
+func (s *PGStore) Holder(ctx context.Context, job string) (h Holder, ok bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT h.pid, h.host, h.since FROM `+pgLocks+` h
+WHERE h.job = $2 AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = h.backend_pid AND l.locktype = 'advisory' AND l.granted
+	AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	AND l.classid = $1::int8::oid AND l.objid = (hashtext($2)::int8 & 4294967295)::oid AND l.objsubid = 2)`,
+		pgLockClass, job).Scan(&h.PID, &h.Host, &h.Since)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Holder{}, false, nil
+	}
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("job lock: %w", err)
+	}
+	h.Since = h.Since.UTC()
+	return h, true, nil
 }
 
 // lockConn returns the job's kept connection if it is not known closed

@@ -110,7 +110,10 @@ func NewSQLiteStore(ctx context.Context, db *sql.DB, opt StoreOptions) (*SQLiteS
 	job TEXT PRIMARY KEY,
 	owner TEXT NOT NULL,
 	acquired_at TEXT NOT NULL,
-	expires_ms INTEGER NOT NULL
+	expires_ms INTEGER NOT NULL,
+	pid INTEGER NOT NULL DEFAULT 0,
+	host TEXT NOT NULL DEFAULT '',
+	pid_ns TEXT NOT NULL DEFAULT ''
 )`,
 	}
 	for _, q := range ddl {
@@ -118,16 +121,22 @@ func NewSQLiteStore(ctx context.Context, db *sql.DB, opt StoreOptions) (*SQLiteS
 			return nil, fmt.Errorf("create sluice history tables: %w", err)
 		}
 	}
-	// Tables created before retry_at, note and dead_lettered existed gain them.
-	for _, c := range []struct{ col, decl string }{{"retry_at", "TEXT NOT NULL DEFAULT ''"}, {"note", "TEXT NOT NULL DEFAULT ''"}, {"dead_lettered", "INTEGER NOT NULL DEFAULT 0"}} {
-		col := c.col
+	// Tables created before a column existed gain it.
+	for _, c := range []struct{ table, col, def string }{
+		{RunsTable, "retry_at", "TEXT NOT NULL DEFAULT ''"},
+		{RunsTable, "note", "TEXT NOT NULL DEFAULT ''"},
+		{RunsTable, "dead_lettered", "INTEGER NOT NULL DEFAULT 0"},
+		{LocksTable, "pid", "INTEGER NOT NULL DEFAULT 0"},
+		{LocksTable, "host", "TEXT NOT NULL DEFAULT ''"},
+		{LocksTable, "pid_ns", "TEXT NOT NULL DEFAULT ''"},
+	} {
 		var has bool
-		if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('`+RunsTable+`') WHERE name = ?)`, col).Scan(&has); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('`+c.table+`') WHERE name = ?)`, c.col).Scan(&has); err != nil {
 			return nil, fmt.Errorf("create sluice history tables: %w", err)
 		}
 		if !has {
-			if _, err := db.ExecContext(ctx, `ALTER TABLE `+RunsTable+` ADD COLUMN `+col+` `+c.decl); err != nil {
-				return nil, fmt.Errorf("add %s to %s: %w", col, RunsTable, err)
+			if _, err := db.ExecContext(ctx, `ALTER TABLE `+c.table+` ADD COLUMN `+c.col+` `+c.def); err != nil {
+				return nil, fmt.Errorf("add %s to %s: %w", c.col, c.table, err)
 			}
 		}
 	}
@@ -222,30 +231,39 @@ func countColumns() string {
 	return strings.Join(cols, ", ")
 }
 
-// TryLock claims job's lock row for this process. ok is false, with no
-// error, when another live holder has it. The returned unlock releases it
-// (idempotent). While held, a heartbeat renews the lease every Lease/3; a
-// renewal that finds the row taken over (the lease expired, e.g. the
-// process was suspended for longer than Lease) is logged as an error.
+// TryLock claims job's lock row for this process, storing this process's
+// pid, host name and pid namespace and the time with it. ok is false, with
+// no error, when another live holder has it. A holder is live while its
+// lease lasts, except that a holder on this host (same host name and pid
+// namespace) whose process is gone (killed) is not: its row is taken over
+// at once. The returned unlock releases it (idempotent). While held, a
+// heartbeat renews the lease every Lease/3; a renewal that finds the row
+// taken over (the lease expired, e.g. the process was suspended for longer
+// than Lease) is logged as an error.
 func (s *SQLiteStore) TryLock(ctx context.Context, job string) (unlock func(), ok bool, err error) {
 	owner := s.node + "/" + randomToken()
+	me := thisProcess()
 	now := s.clock.Now()
 	ok, err = s.withImmediate(ctx, func(conn *sql.Conn) (bool, error) {
-		var holder string
+		var holder, host, pidNS string
 		var expires int64
-		err := conn.QueryRowContext(ctx, "SELECT owner, expires_ms FROM "+LocksTable+" WHERE job = ?", job).Scan(&holder, &expires)
+		var pid int
+		err := conn.QueryRowContext(ctx, "SELECT owner, expires_ms, pid, host, pid_ns FROM "+LocksTable+" WHERE job = ?", job).Scan(&holder, &expires, &pid, &host, &pidNS)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return false, err
+		case expires > now.UnixMilli() && host == me.host && pidNS == me.pidNS && processGone(pid):
+			s.log.Warn("taking over the job lock of a process that is gone", "job", job, "previous_owner", holder, "pid", pid)
 		case expires > now.UnixMilli():
 			return false, nil
 		default:
 			s.log.Warn("taking over an expired job lock", "job", job, "previous_owner", holder)
 		}
-		_, err = conn.ExecContext(ctx, "INSERT INTO "+LocksTable+" (job, owner, acquired_at, expires_ms) VALUES (?, ?, ?, ?) "+
-			"ON CONFLICT (job) DO UPDATE SET owner = excluded.owner, acquired_at = excluded.acquired_at, expires_ms = excluded.expires_ms",
-			job, owner, now.UTC().Format(timeLayout), now.Add(s.lease).UnixMilli())
+		_, err = conn.ExecContext(ctx, "INSERT INTO "+LocksTable+" (job, owner, acquired_at, expires_ms, pid, host, pid_ns) VALUES (?, ?, ?, ?, ?, ?, ?) "+
+			"ON CONFLICT (job) DO UPDATE SET owner = excluded.owner, acquired_at = excluded.acquired_at, expires_ms = excluded.expires_ms, "+
+			"pid = excluded.pid, host = excluded.host, pid_ns = excluded.pid_ns",
+			job, owner, now.UTC().Format(timeLayout), now.Add(s.lease).UnixMilli(), me.pid, me.host, me.pidNS)
 		return err == nil, err
 	})
 	if err != nil || !ok {
@@ -266,6 +284,22 @@ func (s *SQLiteStore) TryLock(ctx context.Context, job string) (unlock func(), o
 			}
 		})
 	}, true, nil
+}
+
+// Holder returns the holder of job's lock as its row records it; ok is
+// false when there is no row or its lease has expired.
+func (s *SQLiteStore) Holder(ctx context.Context, job string) (h Holder, ok bool, err error) {
+	var since string
+	err = s.db.QueryRowContext(ctx, "SELECT pid, host, acquired_at FROM "+LocksTable+" WHERE job = ? AND expires_ms > ?",
+		job, s.clock.Now().UnixMilli()).Scan(&h.PID, &h.Host, &since)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Holder{}, false, nil
+	}
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("job lock: %w", err)
+	}
+	h.Since, _ = time.Parse(timeLayout, since)
+	return h, true, nil
 }
 
 // heartbeat renews a held lease until ctx is cancelled.

@@ -25,6 +25,8 @@ const progressEvery = 10 * time.Second
 // backfillFlags are the flags of `sluice backfill`.
 type backfillFlags struct {
 	conn    string
+	state   string
+	wait    bool
 	chunk   int
 	dry     bool
 	restart bool
@@ -37,7 +39,9 @@ func newBackfillCmd(e *env) *cobra.Command {
 		Short: "copy the source table to a new target, then hand off to the stream",
 		Long: "Copy the source table's current rows to the job's target as INSERTs, in chunks of --chunk rows\n" +
 			"(one sink transaction each, bounded memory), then hand off to the stream without a gap or a\n" +
-			"duplicate. An interrupted backfill resumes where it stopped when run again.",
+			"duplicate. An interrupted backfill resumes where it stopped when run again. It takes the job's\n" +
+			"lock as run and serve do: a job running elsewhere fails at once ('job X is running …'), or\n" +
+			"with --wait waits for it.",
 		ValidArgsFunction: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdBackfill(cmd.Context(), e, f, args)
@@ -48,6 +52,7 @@ func newBackfillCmd(e *env) *cobra.Command {
 	fl.IntVar(&f.chunk, "chunk", runner.DefaultBackfillChunk, "`N` rows per chunk (one sink transaction each)")
 	fl.BoolVar(&f.dry, "dry-run", false, "show the row count and the plan; copy nothing")
 	fl.BoolVar(&f.restart, "restart", false, "discard an incomplete backfill and start over (deletes the partial copy when the backfill created the target)")
+	addLockFlags(c, &f.state, &f.wait)
 	return c
 }
 
@@ -86,6 +91,13 @@ func cmdBackfill(ctx context.Context, e *env, f backfillFlags, paths []string) e
 		}
 		return printBackfillPlan(e.stdout, bp)
 	}
+	locks := newJobLocks(e, r, f.state, f.wait)
+	defer locks.close()
+	unlock, err := locks.lock(ctx, job)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := r.Setup(ctx, job); err != nil {
 		return err
 	}

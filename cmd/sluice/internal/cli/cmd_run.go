@@ -23,12 +23,14 @@ func init() { register(newRunCmd) }
 func newRunCmd(e *env) *cobra.Command {
 	var conn, state string
 	var batch int
-	var accept bool
+	var accept, wait bool
 	c := &cobra.Command{
 		Use:   "run [flags] JOB|DIR…",
 		Short: "run each job once; exit non-zero if any failed",
 		Long: "Run each job once: read its stream's pending changes, write them to the sink, and move the\n" +
 			"offset in the sink's transaction. A directory runs each of its job files in name order.\n" +
+			"A job that is running elsewhere (another run, a backfill, serve) is not run: it fails at once\n" +
+			"with 'job X is running (pid N on HOST since T)', or, with --wait, waits for it to finish.\n" +
 			"Exit code 1 if a job failed (its offset did not move), 2 if a job file is invalid.\n" +
 			"A job whose checkpoint belongs to an earlier incarnation of its stream (dropped and created\n" +
 			"again, replaced, restored) fails; --accept-new-stream starts it at the new stream's offset\n" +
@@ -41,17 +43,30 @@ func newRunCmd(e *env) *cobra.Command {
 			if accept {
 				ctx = runner.WithAcceptNewStream(ctx)
 			}
-			return cmdRun(ctx, e, conn, state, batch, args)
+			return cmdRun(ctx, e, runFlags{conn: conn, state: state, batch: batch, wait: wait}, args)
 		},
 	}
 	c.Flags().StringVar(&conn, "conn", "", "default connection `URL` for jobs that name none")
 	c.Flags().IntVar(&batch, "batch", runner.DefaultBatchSize, "`N` changes per batch when rows travel through sluice")
 	c.Flags().BoolVar(&accept, "accept-new-stream", false, "start a job whose checkpoint names another incarnation of its stream at the stream's offset (changes in between are lost)")
-	c.Flags().StringVar(&state, "state", "", "database `URL` of the run history, where runs are recorded (default: the default connection)")
+	addLockFlags(c, &state, &wait)
 	return c
 }
 
-func cmdRun(ctx context.Context, e *env, conn, state string, batch int, paths []string) error {
+// addLockFlags adds the job lock's flags (run, backfill).
+func addLockFlags(c *cobra.Command, state *string, wait *bool) {
+	c.Flags().StringVar(state, "state", "", "database `URL` of the job locks and the run history, as serve's (default: the default connection; for the locks, the job's own if that is a missing SQLite file)")
+	c.Flags().BoolVar(wait, "wait", false, "wait for the job to finish where it runs, instead of failing")
+}
+
+// runFlags are the flags of `sluice run`.
+type runFlags struct {
+	conn, state string
+	batch       int
+	wait        bool
+}
+
+func cmdRun(ctx context.Context, e *env, fl runFlags, paths []string) error {
 	if len(paths) == 0 {
 		return usageErr("name at least one job file or directory")
 	}
@@ -59,9 +74,11 @@ func cmdRun(ctx context.Context, e *env, conn, state string, batch int, paths []
 	if err != nil {
 		return err
 	}
-	r := newRunner(e, conn)
-	r.BatchSize = batch
+	r := newRunner(e, fl.conn)
+	r.BatchSize = fl.batch
 	defer r.Close()
+	locks := newJobLocks(e, r, fl.state, fl.wait)
+	defer locks.close()
 	failed, invalid := 0, 0
 	for _, f := range files {
 		if f.err != nil {
@@ -69,7 +86,19 @@ func cmdRun(ctx context.Context, e *env, conn, state string, batch int, paths []
 			invalid++
 			continue
 		}
+		unlock, err := locks.lock(ctx, f.job)
+		if errors.Is(err, serve.ErrJobRunning) {
+			fmt.Fprintf(e.stderr, "%v\n", err)
+			failed++
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "%s: FAILED (offset not moved): %v\n", f.job.Name, err)
+			failed++
+			continue
+		}
 		res, err := runWarned(ctx, e.stderr, r, f.job)
+		unlock()
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: FAILED (offset not moved): %v\n", f.job.Name, err)
 			failed++
@@ -78,12 +107,12 @@ func cmdRun(ctx context.Context, e *env, conn, state string, batch int, paths []
 		printResult(e.stdout, res)
 		switch {
 		case res.Note != "":
-			if err := recordNote(ctx, e, r, state, res); err != nil {
+			if err := recordNote(ctx, e, r, fl.state, res); err != nil {
 				fmt.Fprintf(e.stderr, "%s: committed, but the run history did not record it: %v\n", f.job.Name, err)
 				failed++
 			}
 		case res.Skipped != "" || total(res.Stats.Read) > 0:
-			if err := recordRun(ctx, e, r, state, res); err != nil {
+			if err := recordRun(ctx, e, r, fl.state, res); err != nil {
 				fmt.Fprintf(e.stderr, "%s: warning: committed, but the run history did not record it: %v\n", f.job.Name, err)
 			}
 		}

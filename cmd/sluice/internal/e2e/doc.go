@@ -8,4 +8,7 @@
 //     status and history.
 //   - hostile_test.go: serve and serve --watch keep running their jobs
 //     when a job file is hostile (huge, deeply nested, invalid UTF-8).
+//   - onerun_test.go: a second `sluice run` or `backfill` of a running job,
+//     in processes of their own (exec_test.go), fails at once naming the
+//     holder, or waits with --wait; a SIGKILLed holder blocks nothing.
 package e2e

@@ -22,7 +22,12 @@ import (
 	"github.com/sluicedata/sluice/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(execEnv) != "" {
+		os.Exit(execMain())
+	}
+	pgtest.Main(m)
+}
 
 // The markers around each password's character: a leak of any part of a
 // password shows one of them.
