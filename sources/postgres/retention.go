@@ -19,6 +19,7 @@ import (
 //     tracked table without a stream (purgeStreamless), as do DROP TABLE
 //     STREAM (purge) and TrimLogs, which sluice serve calls on every lag
 //     poll; so a table without a stream keeps nothing past the next of them;
+//     enabling tracking again purges too (EnableTracking);
 //   - a stream whose oldest unconsumed change is older than its retention
 //     (stale_after, 'STALE_AFTER', default runner.DefaultStaleAfter) is
 //     marked stale (stale_since) at the purge after a commit and no longer

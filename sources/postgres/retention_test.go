@@ -164,3 +164,75 @@ func TestStaleStream(t *testing.T) {
 		t.Errorf("the re-created stream read %d changes, want 2", len(got))
 	}
 }
+
+// TestLogPurgedAtOnce: the purges that need no later run — dropping the
+// last stream of a table empties its log in the DROP, and enabling
+// tracking again on a table without a stream empties the writes logged
+// since the last purge. Writes while a table has no stream are logged
+// until such a purge (capture does not look for streams).
+func TestLogPurgedAtOnce(t *testing.T) {
+	b, _ := openDB(t)
+	ctx := t.Context()
+	sqlExec(t, b, `CREATE TABLE audit (id int PRIMARY KEY, note text)`)
+	track(t, b, "audit")
+	sqlExec(t, b, `INSERT INTO audit SELECT g, 'n' FROM generate_series(1, 1000) g`)
+	if n := logRows(t, b, "audit"); n != 1000 {
+		t.Fatalf("audit log without a stream before any purge: %d rows, want 1000", n)
+	}
+	track(t, b, "audit")
+	if n := logRows(t, b, "audit"); n != 0 {
+		t.Errorf("after enabling tracking again with no stream: audit log has %d rows, want 0", n)
+	}
+	mkStream(t, b, "a", "audit", "", false)
+	mkStream(t, b, "b", "audit", "", false)
+	sqlExec(t, b, `UPDATE audit SET note = 'u' WHERE id <= 100`)
+	if err := b.DropStream(ctx, "a", false); err != nil {
+		t.Fatal(err)
+	}
+	if n := logRows(t, b, "audit"); n != 200 {
+		t.Errorf("after dropping one of two streams: audit log has %d rows, want the 200 b has not read", n)
+	}
+	if err := b.DropStream(ctx, "b", false); err != nil {
+		t.Fatal(err)
+	}
+	if n := logRows(t, b, "audit"); n != 0 {
+		t.Errorf("after dropping the last stream: audit log has %d rows, want 0 (no TrimLogs, no run)", n)
+	}
+}
+
+// TestStreamWithoutChangesNeverStale: staleness is measured from the
+// oldest unconsumed change (README, "STALE_AFTER"), not from the offset's
+// age as Snowflake does: a stream with nothing pending holds no log row, so
+// it stays readable however long ago it was created or last consumed; its
+// first change then starts the clock.
+func TestStreamWithoutChangesNeverStale(t *testing.T) {
+	b, _ := openDB(t)
+	ctx := t.Context()
+	sqlExec(t, b, `CREATE TABLE orders (id int PRIMARY KEY, note text)`)
+	track(t, b, "orders")
+	if err := b.CreateStream(ctx, &dsl.CreateStream{Stream: "quick", Table: "orders", StaleAfter: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	// The offset is days old: created (and never consumed) 3 days ago.
+	sqlExec(t, b, `UPDATE sluice.streams SET created_at = now() - interval '3 days' WHERE name = 'quick'`)
+	if _, err := b.TrimLogs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Stream(ctx, plan.Source{Stream: "quick"}); err != nil {
+		t.Fatalf("a stream with no change, its offset 3 days old (STALE_AFTER 1h): %v; want readable", err)
+	}
+	sqlExec(t, b, `INSERT INTO orders VALUES (1, 'n')`)
+	if _, err := b.TrimLogs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := read(t, b, "quick", false); len(got) != 1 {
+		t.Fatalf("quick read %d changes, want 1", len(got))
+	}
+	sqlExec(t, b, `UPDATE sluice."log_orders" SET __ts = now() - interval '2 hours'`)
+	if _, err := b.TrimLogs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Stream(ctx, plan.Source{Stream: "quick"}); !errors.Is(err, runner.ErrStreamStale) {
+		t.Fatalf("a change unconsumed for 2 h (STALE_AFTER 1h): %v; want ErrStreamStale", err)
+	}
+}

@@ -356,6 +356,13 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 		if err != nil {
 			return err
 		}
+		if tracked {
+			// Enabling again purges what no stream can read: with no stream
+			// on the table, everything logged since the last purge.
+			if err := b.purge(ctx, tx, key); err != nil {
+				return err
+			}
+		}
 		return checkTriggers(ctx, tx, t)
 	}), "enable change tracking on %s", sinkpg.Quote(table))
 }

@@ -40,7 +40,14 @@ func (b *Backend) Exec(ctx context.Context, st dsl.Statement) (*runner.ResultSet
 	case *dsl.SetChangeTracking:
 		err := sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
 			if s.Enabled {
-				return enableTracking(ctx, tx, s.Table)
+				if err := enableTracking(ctx, tx, s.Table); err != nil {
+					return err
+				}
+				// Enabling (again) purges what no stream can read: with no
+				// stream on the table, everything logged since the last
+				// purge.
+				_, err := b.purgeAll(ctx, tx)
+				return err
 			}
 			return disableTracking(ctx, tx, s.Table)
 		})

@@ -17,7 +17,8 @@ import (
 // some stream can still read:
 //
 //   - every purge (a stream's advance, CREATE and DROP TABLE STREAM, and
-//     TrimLogs, which sluice serve calls on every lag poll) purges every
+//     TrimLogs, which sluice serve calls on every lag poll, and enabling
+//     tracking) purges every
 //     tracked table's log, so a table without a stream keeps nothing past
 //     the next of them;
 //   - a stream whose oldest unconsumed change is older than its retention

@@ -181,3 +181,50 @@ func TestStaleStream(t *testing.T) {
 		t.Errorf("the re-created stream read %d changes, want 2", n)
 	}
 }
+
+// TestLogPurgedAtOnce: enabling tracking again on a table without a stream
+// empties the writes logged since the last purge, in the statement itself;
+// (dropping the last stream does too: TestLogBoundedWithoutStreams).
+func TestLogPurgedAtOnce(t *testing.T) {
+	f := newFixture(t, "")
+	f.exec(&dsl.CreateTable{Table: "audit", Schema: conformance.Orders.Schema})
+	f.exec(&dsl.SetChangeTracking{Table: "audit", Enabled: true})
+	f.insertOrders("audit", 1, 40)
+	if n := f.logRows("audit"); n != 40 {
+		t.Fatalf("audit log without a stream before any purge: %d rows, want 40", n)
+	}
+	f.exec(&dsl.SetChangeTracking{Table: "audit", Enabled: true})
+	if n := f.logRows("audit"); n != 0 {
+		t.Errorf("after enabling tracking again with no stream: audit log has %d rows, want 0", n)
+	}
+}
+
+// TestStreamWithoutChangesNeverStale: staleness is measured from the
+// oldest unconsumed change (README, "STALE_AFTER"), not from the offset's
+// age as Snowflake does: a stream with nothing pending holds no log row, so
+// it stays readable however long ago it was created or last consumed; its
+// first change then starts the clock.
+func TestStreamWithoutChangesNeverStale(t *testing.T) {
+	f := newFixture(t, "")
+	f.orders()
+	f.exec(&dsl.CreateStream{Stream: "quick", Table: "orders", StaleAfter: time.Hour})
+	f.sql(`UPDATE sluice_streams SET created = ? WHERE name = 'quick'`, time.Now().UTC().Add(-72*time.Hour).Format("2006-01-02 15:04:05.000")+"+00:00")
+	if _, err := f.b.TrimLogs(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.b.Stream(t.Context(), plan.Source{Stream: "quick"}); err != nil {
+		t.Fatalf("a stream with no change, its offset 3 days old (STALE_AFTER 1h): %v; want readable", err)
+	}
+	f.insertOrders("orders", 1, 1)
+	var log string
+	if err := f.b.DB().QueryRowContext(t.Context(), `SELECT log FROM sluice_tracking WHERE tbl = 'orders'`).Scan(&log); err != nil {
+		t.Fatal(err)
+	}
+	f.sql(`UPDATE "`+log+`" SET ts = ?`, time.Now().UTC().Add(-2*time.Hour).Format("2006-01-02 15:04:05.000")+"+00:00")
+	if _, err := f.b.TrimLogs(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.b.Stream(t.Context(), plan.Source{Stream: "quick"}); !errors.Is(err, runner.ErrStreamStale) {
+		t.Fatalf("a change unconsumed for 2 h (STALE_AFTER 1h): %v; want ErrStreamStale", err)
+	}
+}
