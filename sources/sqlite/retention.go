@@ -18,9 +18,8 @@ import (
 //
 //   - every purge (a stream's advance, CREATE and DROP TABLE STREAM, and
 //     TrimLogs, which sluice serve calls on every lag poll, and enabling
-//     tracking) purges every
-//     tracked table's log, so a table without a stream keeps nothing past
-//     the next of them;
+//     tracking) purges every tracked table's log, so a table without a
+//     stream keeps nothing past the next of them;
 //   - a stream whose oldest unconsumed change is older than its retention
 //     (stale_after, 'STALE_AFTER', default runner.DefaultStaleAfter) is
 //     marked stale (stale_since) and no longer holds log rows back; reading
