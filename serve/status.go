@@ -165,9 +165,38 @@ func StatusOf(ctx context.Context, jobs []*plan.Job, hist History, lag LagFunc, 
 
 // healthBody is the JSON of /healthz.
 type healthBody struct {
-	Status string      `json:"status"` // "ok", "unhealthy" or "shutting down"
-	Node   string      `json:"node"`
-	Jobs   []JobStatus `json:"jobs"`
+	Status string       `json:"status"` // "ok", "unhealthy" or "shutting down"
+	Node   string       `json:"node"`
+	State  *StateHealth `json:"state,omitempty"` // only while the state database is not reachable
+	Jobs   []JobStatus  `json:"jobs"`
+}
+
+// StateHealth is /healthz's "state": the state database (run history and
+// job locks) is not reachable yet and is being retried (RetryingStore).
+type StateHealth struct {
+	Status    string    `json:"status"` // "retrying"
+	LastError string    `json:"last_error"`
+	NextTry   time.Time `json:"next_try"`
+}
+
+// stateHealth returns the state database's health when its store says it
+// is unreachable, else nil.
+func (s *Server) stateHealth() *StateHealth {
+	u, ok := s.cfg.History.(interface {
+		Unreachable() (error, time.Time, bool)
+	})
+	if !ok {
+		return nil
+	}
+	last, next, down := u.Unreachable()
+	if !down {
+		return nil
+	}
+	h := &StateHealth{Status: "retrying", NextTry: next.UTC()}
+	if last != nil {
+		h.LastError = last.Error()
+	}
+	return h
 }
 
 // Handler serves GET / (the status page, page.go), GET /healthz, GET
@@ -176,9 +205,11 @@ type healthBody struct {
 // /healthz is the jobs' health, for alerts and dashboards, not for
 // restarting the process: JSON {"status", "node", "jobs": [JobStatus…]}
 // with 200 when every job is healthy and 503 when one is stopped or
-// failing, or the server is shutting down. /livez (the liveness probe) and
-// /readyz (the readiness probe) are in probes.go. /metrics is
-// Metrics.Handler.
+// failing, or the server is shutting down; while the state database is not
+// reachable (RetryingStore) it adds "state": StateHealth (the jobs retry
+// meanwhile, and turn unhealthy as their failures repeat). /livez (the
+// liveness probe) and /readyz (the readiness probe) are in probes.go.
+// /metrics is Metrics.Handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.servePage)
@@ -190,7 +221,7 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	body := healthBody{Status: "ok", Node: s.node, Jobs: s.Status(r.Context())}
+	body := healthBody{Status: "ok", Node: s.node, State: s.stateHealth(), Jobs: s.Status(r.Context())}
 	code := http.StatusOK
 	for _, j := range body.Jobs {
 		if !j.Healthy {

@@ -68,7 +68,11 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := serve.OpenStore(ctx, stateURL, serve.StoreOptions{Log: log})
+	// An unreachable state database is transient: serve starts and keeps
+	// trying it (serve.RetryingStore); a bad URL is not.
+	store, err := serve.OpenStoreRetrying(ctx, stateURL, serve.StoreOptions{Log: log}, func(err error) error {
+		return fmt.Errorf("state database %s: %w", redact.Conn(stateURL), redact.Error(err, stateURL))
+	})
 	if err != nil {
 		return fmt.Errorf("state database %s: %w", redact.Conn(stateURL), redact.Error(err, stateURL))
 	}

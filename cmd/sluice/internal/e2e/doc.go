@@ -11,4 +11,7 @@
 //   - onerun_test.go: a second `sluice run` or `backfill` of a running job,
 //     in processes of their own (exec_test.go), fails at once naming the
 //     holder, or waits with --wait; a SIGKILLed holder blocks nothing.
+//   - statewait_test.go: serve whose --state PostgreSQL refuses connections
+//     at start keeps running, says so in /healthz and recovers when a
+//     proxy to the server opens on that port.
 package e2e
