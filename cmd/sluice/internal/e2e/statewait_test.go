@@ -123,7 +123,9 @@ INSERT INTO t VALUES (1, 'a');`); !strings.HasPrefix(out, "exit 0") {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan string, 1)
-	go func() { done <- run(sctx, "serve", "--conn", db, "--state", stateURL, "--listen", addr, "--grace", "1s", jobs) }()
+	go func() {
+		done <- run(sctx, "serve", "--conn", db, "--state", stateURL, "--listen", addr, "--grace", "1s", jobs)
+	}()
 
 	type health struct {
 		Status string `json:"status"`
