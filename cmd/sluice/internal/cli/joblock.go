@@ -27,38 +27,42 @@ func newJobLocks(e *env, r *runner.Runner, state string, wait bool) *jobLocks {
 	return &jobLocks{e: e, r: r, state: state, wait: wait, stores: map[string]serve.Store{}}
 }
 
-// lockURL is the database holding job's lock: --state when given, else
-// serve's default state database (the default connection) — unless that is
-// a SQLite file that does not exist, where no serve keeps its locks: then
-// the job's own database, so that two runs of a job still exclude each
-// other without creating a file.
-func (l *jobLocks) lockURL(job *plan.Job) (string, error) {
+// lockURL is the database holding job's lock: --state when given (a
+// SQLite file is created, as serve creates it), else serve's default state
+// database (the default connection) — unless that is a SQLite file that
+// does not exist, where no serve keeps its locks: then the job's own
+// database, so that two runs of a job still exclude each other without
+// creating a file. create says whether a missing SQLite file may be
+// created.
+func (l *jobLocks) lockURL(job *plan.Job) (url string, create bool, err error) {
 	if l.state != "" {
-		return l.r.Resolve(l.state)
+		url, err = l.r.Resolve(l.state)
+		return url, true, err
 	}
 	def, err := l.r.Resolve("")
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if runner.Scheme(def) == "sqlite" {
 		if loc, err := sqlitex.ParseURL(def); err == nil && errors.Is(loc.MustExist(), sqlitex.ErrNoDatabase) {
-			return l.r.Resolve(job.Conn)
+			url, err = l.r.Resolve(job.Conn)
+			return url, false, err
 		}
 	}
-	return def, nil
+	return def, false, nil
 }
 
 // lock takes job's lock: at once, or an error "job X is running (pid N on
 // HOST since T)" (a *serve.RunningError); with --wait it says so on stderr
 // once and waits until the holder finishes or ctx ends.
 func (l *jobLocks) lock(ctx context.Context, job *plan.Job) (unlock func(), err error) {
-	url, err := l.lockURL(job)
+	url, create, err := l.lockURL(job)
 	if err != nil {
 		return nil, err
 	}
 	st := l.stores[url]
 	if st == nil {
-		st, err = serve.OpenStore(ctx, url, serve.StoreOptions{Log: l.e.log, MustExist: true})
+		st, err = serve.OpenStore(ctx, url, serve.StoreOptions{Log: l.e.log, MustExist: !create})
 		if err != nil {
 			return nil, fmt.Errorf("job lock in %s: %w", redact.Conn(url), redact.Error(err, url))
 		}
