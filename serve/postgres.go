@@ -47,7 +47,16 @@ type PGStore struct {
 
 // OpenPGStore connects to url (a postgres:// URL or key=value DSN) and
 // returns a store owning the pool.
+//
+// A URL whose password a URL parser would read differently from the text
+// up to the last '@' (redact.Ambiguous: a raw '@', '/', '#', … in it) is
+// refused with a hint before any connection, as the sources refuse it:
+// pgx would otherwise resolve part of the password as a host name and
+// quote it in its error. Errors hold neither url nor its secrets.
 func OpenPGStore(ctx context.Context, url string, opt StoreOptions) (*PGStore, error) {
+	if hint := redact.Ambiguous(url); hint != "" {
+		return nil, fmt.Errorf("open run history %s: %s", redact.Conn(url), hint)
+	}
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("open run history %s: %w", redact.Conn(url), redact.Error(err, url))
@@ -55,7 +64,7 @@ func OpenPGStore(ctx context.Context, url string, opt StoreOptions) (*PGStore, e
 	s, err := NewPGStore(ctx, pool, opt)
 	if err != nil {
 		pool.Close()
-		return nil, err
+		return nil, redact.Error(err, url)
 	}
 	s.own = true
 	return s, nil
