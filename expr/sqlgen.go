@@ -34,7 +34,48 @@ type renderer struct {
 	d   Dialect
 }
 
-func (r *renderer) expr(n *node) (string, error) { return r.d.render(r, n) }
+func (r *renderer) expr(n *node) (string, error) {
+	if (n.op == opAnd || n.op == opOr) && len(n.args) == 2 && n.args[0].op == n.op {
+		return r.chain(n)
+	}
+	return r.d.render(r, n)
+}
+
+// chain renders a left-deep chain of one operator, AND or OR (a OR b OR c
+// parses as ((a OR b) OR c)), as both dialects render it node by node,
+// "((a OR b) OR c)", but in one builder: rendering each node as the
+// concatenation of its operands' strings copied the chain's text once per
+// level, quadratic in its length (a 5,000-term OR chain, the longest the
+// limits allow, allocated 330 MB per dialect).
+func (r *renderer) chain(n *node) (string, error) {
+	word := " AND "
+	if n.op == opOr {
+		word = " OR "
+	}
+	var rights []*node
+	m := n
+	for (m.op == n.op) && len(m.args) == 2 {
+		rights = append(rights, m.args[1])
+		m = m.args[0]
+	}
+	first, err := r.expr(m)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	sb.WriteString(strings.Repeat("(", len(rights)))
+	sb.WriteString(first)
+	for i := len(rights) - 1; i >= 0; i-- {
+		s, err := r.expr(rights[i])
+		if err != nil {
+			return "", err
+		}
+		sb.WriteString(word)
+		sb.WriteString(s)
+		sb.WriteByte(')')
+	}
+	return sb.String(), nil
+}
 
 func (r *renderer) all(ns []*node) ([]string, error) {
 	out := make([]string, len(ns))
