@@ -14,4 +14,8 @@
 //   - statewait_test.go: serve whose --state PostgreSQL refuses connections
 //     at start keeps running, says so in /healthz and recovers when a
 //     proxy to the server opens on that port.
+//   - faults_test.go: a running serve's job recovers by itself from a full
+//     disk, SQLITE_BUSY, refused and reset connections, terminated
+//     sessions and an authentication failure at start; -v logs the
+//     recovery times.
 package e2e
