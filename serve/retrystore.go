@@ -131,15 +131,15 @@ func (e *unreachableError) Unwrap() []error { return []error{ErrStateUnreachable
 // Transient marks the error as worth retrying (IsTransient).
 func (e *unreachableError) Transient() bool { return true }
 
-// Unreachable reports whether the database is still not open: the last
-// attempt's error and when the next one is due.
-func (r *RetryingStore) Unreachable() (last error, next time.Time, ok bool) {
+// Unreachable reports whether the database is still not open (down), and
+// then when the next attempt is due and the last attempt's error.
+func (r *RetryingStore) Unreachable() (down bool, next time.Time, last error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.st != nil {
-		return nil, time.Time{}, false
+		return false, time.Time{}, nil
 	}
-	return r.last, r.next, true
+	return true, r.next, r.last
 }
 
 // TryLock forwards to the store once it is open.

@@ -183,12 +183,12 @@ type StateHealth struct {
 // is unreachable, else nil.
 func (s *Server) stateHealth() *StateHealth {
 	u, ok := s.cfg.History.(interface {
-		Unreachable() (error, time.Time, bool)
+		Unreachable() (bool, time.Time, error)
 	})
 	if !ok {
 		return nil
 	}
-	last, next, down := u.Unreachable()
+	down, next, last := u.Unreachable()
 	if !down {
 		return nil
 	}
