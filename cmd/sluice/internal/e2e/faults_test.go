@@ -179,7 +179,8 @@ INSERT INTO t VALUES (0, 'x');`); !strings.HasPrefix(out, "exit 0") {
 			t.Fatal(err)
 		}
 		s := startServe(t, ctx, "--conn", src, "--state", "sqlite:"+filepath.Join(dir, "state.db"), jobs)
-		sinkDB, err := sql.Open("sqlite", "file:"+filepath.Join(mnt, "sink.db")+"?_pragma=busy_timeout(0)")
+		// The test waits for the job's write to end before it takes the lock.
+		sinkDB, err := sql.Open("sqlite", "file:"+filepath.Join(mnt, "sink.db")+"?_pragma=busy_timeout(30000)")
 		if err != nil {
 			t.Fatal(err)
 		}
