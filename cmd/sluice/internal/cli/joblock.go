@@ -60,6 +60,12 @@ func (l *jobLocks) lock(ctx context.Context, job *plan.Job) (unlock func(), err 
 	if err != nil {
 		return nil, err
 	}
+	if runner.Scheme(url) != "sqlite" && runner.Scheme(url) != "postgres" && runner.Scheme(url) != "postgresql" {
+		// No lock store for this database (Tablestore): the job runs
+		// without the lock, as before, unless --state names one.
+		l.e.log.DebugContext(ctx, "no job lock: the database has no lock store", "job", job.Name, "conn", redact.Conn(url))
+		return func() {}, nil
+	}
 	st := l.stores[url]
 	if st == nil {
 		st, err = serve.OpenStore(ctx, url, serve.StoreOptions{Log: l.e.log, MustExist: !create})
