@@ -27,19 +27,14 @@ func newJobLocks(e *env, r *runner.Runner, state string, wait bool) *jobLocks {
 	return &jobLocks{e: e, r: r, state: state, wait: wait, stores: map[string]serve.Store{}}
 }
 
-// lockURL is the database holding job's lock: --state when given (a
-// SQLite file is created, as serve creates it), else serve's default state
-// database (the default connection) — unless that is a SQLite file that
-// does not exist, where no serve keeps its locks: then the job's own
-// database, so that two runs of a job still exclude each other without
-// creating a file. create says whether a missing SQLite file may be
-// created.
+// lockURL is the database holding job's lock: --state when given, else
+// serve's default state database (the default connection) — unless that is
+// a SQLite file that does not exist, where no serve keeps its locks (and
+// which a run does not create): then the job's own database, so that two
+// runs of a job still exclude each other. create is always false: a
+// missing SQLite file is never created for a lock.
 func (l *jobLocks) lockURL(job *plan.Job) (url string, create bool, err error) {
-	if l.state != "" {
-		url, err = l.r.Resolve(l.state)
-		return url, true, err
-	}
-	def, err := l.r.Resolve("")
+	def, err := l.r.Resolve(l.state)
 	if err != nil {
 		return "", false, err
 	}
