@@ -137,6 +137,9 @@ ON CONFLICT (job) DO UPDATE SET last_empty_at = EXCLUDED.last_empty_at`
 func (s *PGStore) LastEmpty(ctx context.Context) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
 	rows, err := s.pool.Query(ctx, `SELECT job, last_empty_at FROM `+pgChecks)
+	if pgErrCode(err) == "42P01" {
+		return out, nil // no empty check yet (the error comes at Query when the statement is prepared)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", pgChecks, err)
 	}

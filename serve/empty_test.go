@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/pgtest"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 )
@@ -85,4 +86,37 @@ func runsTotal(t *testing.T, m *Metrics, result string) float64 {
 		return 0
 	}
 	return v.GetCounter().GetValue()
+}
+
+// TestLastEmptyBeforeAnyCheck: a store that never noted an empty check
+// has no checks table yet; reading the checks (the header of `sluice
+// history`) gives none instead of failing, on PostgreSQL (where the error
+// comes from Query, not from the rows) and on SQLite; the first note
+// creates the table.
+func TestLastEmptyBeforeAnyCheck(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 3, 0, time.UTC)
+	for _, c := range []struct {
+		name  string
+		store interface {
+			LastEmpty(context.Context) (map[string]time.Time, error)
+			NoteEmpty(context.Context, string, time.Time) error
+		}
+	}{
+		{"sqlite", openSQLite(t, filepath.Join(t.TempDir(), "h.db"), "n1", nil)},
+		{"postgres", openPG(t, pgtest.NewDatabase(t), "n1")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			last, err := c.store.LastEmpty(t.Context())
+			if err != nil || len(last) != 0 {
+				t.Fatalf("LastEmpty before any check = %v, %v; want none, nil", last, err)
+			}
+			if err := c.store.NoteEmpty(t.Context(), "j", at); err != nil {
+				t.Fatal(err)
+			}
+			last, err = c.store.LastEmpty(t.Context())
+			if err != nil || !last["j"].Equal(at) {
+				t.Fatalf("LastEmpty after a check = %v, %v; want j at %v", last, err, at)
+			}
+		})
+	}
 }
