@@ -91,7 +91,7 @@ func cmdHistory(ctx context.Context, e *env, state, format string, limit int, re
 			note = run.Note
 		}
 		rows = append(rows, []any{run.Job, run.Start, fmt.Sprintf("%.3f", run.Duration().Seconds()), string(run.Status),
-			written(run), offsetText(run.From, time.Time{}) + " -> " + offsetText(run.To, run.End), note})
+			counts(run.Read), written(run), offsetText(run.From, time.Time{}) + " -> " + offsetText(run.To, run.End), note})
 	}
 	return stdout.Table(e.stdout, cols, rows)
 }

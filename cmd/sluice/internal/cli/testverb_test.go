@@ -67,4 +67,21 @@ func TestRunRecordsHistory(t *testing.T) {
 	if tb := parseTable(t, mustSluice(t, "status", "--conn", d.conn, job).stdout); strings.Contains(tb.rows[0][tb.col(t, "last run")], "never") {
 		t.Errorf("status table says never: %q", tb.rows[0])
 	}
+	// The history table puts each value under its header: the last run
+	// read and wrote the one INSERT, and moved the offset (a fresh user
+	// found the read cell missing and every later cell one column left).
+	tb := parseTable(t, mustSluice(t, "history", "--state", d.conn, "orders_append").stdout)
+	last := tb.rows[0]
+	if got := last[tb.col(t, "read")]; got != "1 (INSERT 1)" {
+		t.Errorf("history read cell %q, want %q (row %q)", got, "1 (INSERT 1)", last)
+	}
+	if got := last[tb.col(t, "written")]; got != "1 (INSERT 1)" {
+		t.Errorf("history written cell %q, want %q (row %q)", got, "1 (INSERT 1)", last)
+	}
+	if got := last[tb.col(t, "offset")]; !strings.Contains(got, " -> ") {
+		t.Errorf("history offset cell %q, want FROM -> TO (row %q)", got, last)
+	}
+	if got := last[tb.col(t, "error")]; got != "" && got != "NULL" {
+		t.Errorf("history error cell %q, want empty (row %q)", got, last)
+	}
 }
