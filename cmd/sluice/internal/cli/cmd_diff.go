@@ -68,7 +68,8 @@ func cmdDiff(ctx context.Context, e *env, f diffFlags, paths []string) error {
 	}
 	files, err := loadJobs(paths, e.maxJobSize)
 	if err != nil {
-		return err
+		// Exit 2, not 1: 1 means "the target differs" to a script.
+		return configError{err}
 	}
 	if len(files) != 1 {
 		return usageErr("name exactly one job file, not a directory of %d", len(files))

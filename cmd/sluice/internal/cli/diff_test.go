@@ -68,4 +68,9 @@ func TestDiffCLI(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "mode append writes one target row per change") {
 		t.Errorf("append job: want exit 2 with the reason: %v", r)
 	}
+	// A job file that is not there is an error (2), never "different" (1).
+	r = sluice(t, "diff", "--conn", d.conn, filepath.Join(d.dir, "no_such_job"))
+	if r.code != 2 || !strings.Contains(r.stderr, "no_such_job") {
+		t.Errorf("missing job file: want exit 2 naming it: %v", r)
+	}
 }
