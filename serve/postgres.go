@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,9 +28,10 @@ const pgLockPing = 10 * time.Second
 
 // PGStore is the run history (sluice.sluice_runs) and job locks of a
 // PostgreSQL database. A lock is a session advisory lock,
-// pg_try_advisory_lock('sluc', hashtext(job)), taken on a dedicated
-// connection that is held for the whole run and closed by unlock; if the
-// process dies the session ends and the lock is released by the server.
+// pg_try_advisory_lock('sluc', hashtext(job)), held for the whole run on
+// the store's one lock session (pglock.go), shared by every job of the
+// process; if the process dies the session ends and the server releases
+// its locks.
 type PGStore struct {
 	pool *pgxpool.Pool
 	own  bool
@@ -39,10 +39,8 @@ type PGStore struct {
 	node string
 	log  *slog.Logger
 
-	base   context.Context // for cleanup in Close: values of the opening ctx, never cancelled
-	mu     sync.Mutex
-	closed bool
-	idle   map[string]*pgx.Conn // a released lock's connection, kept per job for the next run
+	base context.Context // for cleanup in Close: values of the opening ctx, never cancelled
+	locks pgLockSession
 }
 
 // OpenPGStore connects to url (a postgres:// URL or key=value DSN) and
@@ -148,16 +146,10 @@ w AS (INSERT INTO ` + pgLocks + ` (job, backend_pid, pid, host, since)
 	ON CONFLICT (job) DO UPDATE SET backend_pid = excluded.backend_pid, pid = excluded.pid, host = excluded.host, since = excluded.since)
 SELECT ok FROM l`
 
-// Close closes the idle lock connections, and the pool if the store
-// opened it. Locks still held stay held until their unlock.
+// Close ends the lock session, which releases every lock still held, and
+// closes the pool if the store opened it.
 func (s *PGStore) Close() error {
-	s.mu.Lock()
-	idle := s.idle
-	s.idle, s.closed = nil, true
-	s.mu.Unlock()
-	for _, c := range idle {
-		closeConn(s.base, c)
-	}
+	s.locks.close(s.base)
 	if s.own {
 		s.pool.Close()
 	}
@@ -232,74 +224,6 @@ func (s *PGStore) List(ctx context.Context, job string, limit int) ([]Run, error
 	return out, rows.Err()
 }
 
-// TryLock takes job's advisory lock on a dedicated connection, held until
-// unlock, and records this process's pid and host name and the time in
-// sluice.sluice_locks (Holder reads them). ok is false, with no error,
-// when another session holds it.
-// While held, the session is pinged every 10s; a failed ping is logged as
-// an error (the server dropped the session and with it the lock). After
-// unlock the connection is kept for the job's next TryLock, so that a
-// continuous job does not connect for every run.
-func (s *PGStore) TryLock(ctx context.Context, job string) (unlock func(), ok bool, err error) {
-	conn, kept, err := s.lockConn(ctx, job)
-	if err != nil {
-		return nil, false, fmt.Errorf("job lock: %w", err)
-	}
-	me := thisProcess()
-	err = conn.QueryRow(ctx, pgTryLock, pgLockClass, job, me.pid, me.host).Scan(&ok)
-	if err != nil && kept && ctx.Err() == nil {
-		// The kept session died while idle (a terminated backend, a
-		// restarted server): ask again on a new one.
-		closeConn(ctx, conn)
-		if conn, err = pgx.ConnectConfig(ctx, s.cfg.Copy()); err != nil {
-			return nil, false, fmt.Errorf("job lock: %w", err)
-		}
-		err = conn.QueryRow(ctx, pgTryLock, pgLockClass, job, me.pid, me.host).Scan(&ok)
-	}
-	if err != nil {
-		closeConn(ctx, conn)
-		return nil, false, fmt.Errorf("job lock: %w", err)
-	}
-	if !ok {
-		s.putConn(ctx, job, conn)
-		return nil, false, nil
-	}
-	hbCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(pgLockPing)
-		defer t.Stop()
-		for {
-			select {
-			case <-hbCtx.Done():
-				return
-			case <-t.C:
-				if err := conn.Ping(hbCtx); err != nil && hbCtx.Err() == nil {
-					s.log.Error("job lock session lost; the job may run elsewhere too", "job", job, "err", err)
-					return
-				}
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			stop()
-			<-done
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			var released bool
-			if err := conn.QueryRow(cctx, "SELECT pg_advisory_unlock($1::int4, hashtext($2))", pgLockClass, job).Scan(&released); err != nil || !released {
-				// Ending the session releases the lock for sure.
-				closeConn(cctx, conn)
-				return
-			}
-			s.putConn(cctx, job, conn)
-		})
-	}, true, nil
-}
-
 // Holder returns the holder of job's advisory lock as it recorded itself
 // in sluice.sluice_locks; ok is false when no session holds the lock or
 // the holding session's record is not there (yet).
@@ -317,39 +241,6 @@ WHERE h.job = $2 AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = h.backend_pi
 	}
 	h.Since = h.Since.UTC()
 	return h, true, nil
-}
-
-// lockConn returns the job's kept connection if it is not known closed
-// (kept true), else a new one.
-func (s *PGStore) lockConn(ctx context.Context, job string) (c *pgx.Conn, kept bool, err error) {
-	s.mu.Lock()
-	c = s.idle[job]
-	delete(s.idle, job)
-	s.mu.Unlock()
-	if c != nil && !c.IsClosed() {
-		return c, true, nil
-	}
-	c, err = pgx.ConnectConfig(ctx, s.cfg.Copy())
-	return c, false, err
-}
-
-// putConn keeps a connection holding no lock for the job's next TryLock.
-func (s *PGStore) putConn(ctx context.Context, job string, c *pgx.Conn) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		closeConn(ctx, c)
-		return
-	}
-	if s.idle == nil {
-		s.idle = map[string]*pgx.Conn{}
-	}
-	old := s.idle[job]
-	s.idle[job] = c
-	s.mu.Unlock()
-	if old != nil {
-		closeConn(ctx, old)
-	}
 }
 
 func closeConn(ctx context.Context, c *pgx.Conn) {

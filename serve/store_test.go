@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"sync/atomic"
@@ -329,7 +330,8 @@ func testTwoServers(t *testing.T, storeA, storeB Store) {
 }
 
 // TestPGLock: advisory locks exclude other sessions, are released by
-// unlock (the connection is kept for the next run) and by a dying session.
+// unlock and by a dying session; all the locks of one store share one
+// session.
 func TestPGLock(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	a, b := openPG(t, url, "A"), openPG(t, url, "B")
@@ -350,8 +352,40 @@ func TestPGLock(t *testing.T) {
 		unlock()
 		unlock()
 	}
-	if len(a.idle) != 1 {
-		t.Errorf("A keeps %d idle lock connections, want 1", len(a.idle))
+	// 50 jobs locked at once hold one session between them (issue #19),
+	// and a job held here is not taken a second time on that session
+	// (advisory locks are re-entrant within a session).
+	var unlocks []func()
+	for i := range 50 {
+		u, ok, err := a.TryLock(ctx, fmt.Sprintf("many%d", i))
+		if err != nil || !ok {
+			t.Fatalf("A TryLock(many%d) = %v, %v", i, ok, err)
+		}
+		unlocks = append(unlocks, u)
+	}
+	var sessions, locks int
+	if err := b.pool.QueryRow(ctx, `SELECT count(DISTINCT pid), count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND classid = $1::int8::oid AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, pgLockClass).Scan(&sessions, &locks); err != nil {
+		t.Fatal(err)
+	}
+	if sessions != 1 || locks != 50 {
+		t.Errorf("50 locks of one store: %d locks on %d sessions, want 50 on 1", locks, sessions)
+	}
+	if _, ok, err := a.TryLock(ctx, "many7"); err != nil || ok {
+		t.Errorf("A took many7 a second time: %v, %v", ok, err)
+	}
+	if _, ok, err := b.TryLock(ctx, "many7"); err != nil || ok {
+		t.Errorf("B took A's many7: %v, %v", ok, err)
+	}
+	for _, u := range unlocks {
+		u()
+	}
+	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND classid = $1::int8::oid AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, pgLockClass).Scan(&locks); err != nil {
+		t.Fatal(err)
+	}
+	if locks != 0 {
+		t.Errorf("advisory locks held after every unlock: %d, want 0", locks)
 	}
 	// A's process dies while holding the lock: the session ends, the lock
 	// is free.
