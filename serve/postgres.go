@@ -39,7 +39,7 @@ type PGStore struct {
 	node string
 	log  *slog.Logger
 
-	base context.Context // for cleanup in Close: values of the opening ctx, never cancelled
+	base  context.Context // for cleanup in Close: values of the opening ctx, never cancelled
 	locks pgLockSession
 }
 
