@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -398,7 +399,15 @@ func canon(s *string, t cdc.Type) string {
 	if s == nil {
 		return rowcmp.Null
 	}
-	c, err := rowcmp.Canon(*s, rowhash.CanonType(t))
+	var v any = *s
+	if t.Kind == cdc.KindBinary && strings.HasPrefix(*s, "0x") {
+		// The databases write BINARY as rowhash's "0x…" text: read its
+		// bytes, or Canon would take the text itself for the value.
+		if b, err := hex.DecodeString((*s)[2:]); err == nil {
+			v = b
+		}
+	}
+	c, err := rowcmp.Canon(v, rowhash.CanonType(t))
 	if err != nil {
 		return "=" + *s
 	}
