@@ -2,12 +2,12 @@ package dsl
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
 	yamlparser "github.com/goccy/go-yaml/parser"
 	yamltoken "github.com/goccy/go-yaml/token"
+	"github.com/sluicedata/sluice/internal/yamlnode"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/pos"
 )
@@ -193,23 +193,7 @@ func (y *yamlJob) nodePos(n ast.Node) pos.Pos {
 }
 
 // kindName describes a node for "want X, found Y" errors.
-func kindName(n ast.Node) string {
-	switch n.(type) {
-	case nil, *ast.NullNode:
-		return "nothing (null)"
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	}
-	return "a " + strings.ToLower(fmt.Sprint(n.Type()))
-}
+func kindName(n ast.Node) string { return yamlnode.Kind(n) }
 
 // pair is one key: value of a mapping.
 type pair struct {
@@ -269,20 +253,7 @@ func (y *yamlJob) mapping(n ast.Node, what string, at pos.Pos) ([]pair, bool) {
 
 // scalarText returns the text of a scalar node (strings, numbers,
 // booleans), or false.
-func (y *yamlJob) scalarText(n ast.Node) (string, bool) {
-	switch v := n.(type) {
-	case *ast.StringNode:
-		return v.Value, true
-	case *ast.LiteralNode:
-		if v.Value == nil {
-			return "", true
-		}
-		return v.Value.Value, true
-	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
-		return n.GetToken().Value, true
-	}
-	return "", false
-}
+func (y *yamlJob) scalarText(n ast.Node) (string, bool) { return yamlnode.Scalar(n) }
 
 // str returns the string value of pr, reporting a non-scalar or empty one.
 func (y *yamlJob) str(pr pair, what string) (string, bool) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/internal/yamlnode"
 	"github.com/sluicedata/sluice/pos"
 )
 
@@ -210,40 +211,16 @@ func (p *parser) mapping(n ast.Node, what string, at pos.Pos, known []string) ([
 	return out, true
 }
 
+// scalar is yamlnode.Scalar, also for a mapping key node (the text of its
+// value).
 func scalar(n ast.Node) (string, bool) {
-	switch v := n.(type) {
-	case *ast.MappingKeyNode:
-		return scalar(v.Value)
-	case *ast.StringNode:
-		return v.Value, true
-	case *ast.LiteralNode:
-		if v.Value == nil {
-			return "", true
-		}
-		return v.Value.Value, true
-	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
-		return n.GetToken().Value, true
+	if k, ok := n.(*ast.MappingKeyNode); ok {
+		return scalar(k.Value)
 	}
-	return "", false
+	return yamlnode.Scalar(n)
 }
 
-func kind(n ast.Node) string {
-	switch n.(type) {
-	case nil, *ast.NullNode:
-		return "nothing (null)"
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode, *ast.FloatNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	}
-	return fmt.Sprint(n.Type())
-}
+func kind(n ast.Node) string { return yamlnode.Kind(n) }
 
 func (p *parser) str(e kv, what string) string {
 	s, ok := scalar(e.value)
