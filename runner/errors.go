@@ -3,7 +3,10 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/sluicedata/sluice/cdc"
 )
 
 // Sentinel errors of package runner. Backends wrap them so that callers can
@@ -45,7 +48,26 @@ var (
 	// ErrNoDeadLetter: the job names a dead-letter table but its sink
 	// cannot store dead letters (it is not a DeadLetterTx).
 	ErrNoDeadLetter = errors.New("the sink cannot store dead letters")
+	// ErrPlanStale: the source table's columns (or key) at the run's read
+	// are not the ones its plan was bound to: DDL ran between Plan and
+	// the read. Nothing was written and no offset moved; Run plans the
+	// job again and runs it (PlanStaleError).
+	ErrPlanStale = errors.New("the source table changed after the run was planned")
 )
+
+// PlanStaleError returns nil when now, the source table's schema a run
+// reads with, is planned, the schema its plan was bound to (same columns,
+// types and key, in order); otherwise an error wrapping ErrPlanStale that
+// names the stream, the table and both column lists. A backend whose
+// pushed-down run reads inside its own transaction calls it there with
+// PushdownPlan's plan.Source.TableSchema.
+func PlanStaleError(stream, table string, planned, now cdc.Schema) error {
+	if slices.Equal(planned.Columns, now.Columns) && slices.Equal(planned.Key, now.Key) {
+		return nil
+	}
+	return fmt.Errorf("table stream %s: %w: table %s has columns %v now, the run was planned with %v; nothing was written",
+		stream, ErrPlanStale, table, now.Names(), planned.Names())
+}
 
 // StaleError is the error of reading a stale stream: it wraps
 // ErrStreamStale and says how to recover. after is the stream's retention,

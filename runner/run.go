@@ -23,18 +23,47 @@ import (
 // offset stays where it was — except that a job with a dead-letter table
 // whose sink rejected a row's value runs the window again, storing the
 // rejected rows in that table (runDeadLetters).
+//
+// When DDL on the source table ran between Plan and the run's read (the
+// read's columns are not the plan's: ErrPlanStale), nothing is written;
+// Run plans the job again and runs the new plan, up to maxReplans times,
+// so that a column added meanwhile is projected (and, under evolve, added
+// to the target) instead of being left out of rows that carry it.
 func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err error) {
-	p := prep.Plan
-	res = &Result{Job: p.Job.Name, Start: time.Now().UTC()}
+	job := prep.Plan.Job
+	start := time.Now().UTC()
 	defer func() {
-		res.End = time.Now().UTC()
+		if res == nil {
+			res = &Result{Job: job.Name, Start: start}
+		}
+		res.Start, res.End = start, time.Now().UTC()
 		if r.Observer != nil {
 			r.Observer.RunDone(res, err)
 		}
 		if err != nil {
-			err = &RunError{Job: p.Job.Name, Err: err}
+			err = &RunError{Job: job.Name, Err: err}
 		}
 	}()
+	for replans := 0; ; replans++ {
+		res, err = r.runPlanned(ctx, prep)
+		if !errors.Is(err, ErrPlanStale) || replans == maxReplans {
+			return res, err
+		}
+		r.log().Info("source table changed after the run was planned; planning again", "job", job.Name, "err", err)
+		if prep, err = r.Plan(ctx, job); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// maxReplans bounds how often one Run plans again after ErrPlanStale
+// (DDL between each plan and its read).
+const maxReplans = 3
+
+// runPlanned is one attempt of Run with prep.
+func (r *Runner) runPlanned(ctx context.Context, prep *Prepared) (*Result, error) {
+	p := prep.Plan
+	res := &Result{Job: p.Job.Name, Start: time.Now().UTC()}
 	if p.Sink.Mode == plan.ModeIgnore && p.Sink.TableExists {
 		res.Skipped = fmt.Sprintf("target %s exists and mode is ignore", p.Sink.Table)
 		return res, nil
@@ -56,7 +85,7 @@ func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err erro
 		r.log().Debug("run committed", "job", p.Job.Name, "pushdown", true, "from", from.String(), "to", to.String())
 		return res, nil
 	}
-	res, err = r.runThrough(ctx, prep, res)
+	res, err := r.runThrough(ctx, prep, res)
 	if prep.deadLettering(err) {
 		return r.runDeadLetters(ctx, prep, &Result{Job: res.Job, Start: res.Start})
 	}
@@ -112,6 +141,9 @@ func (r *Runner) runThroughWith(ctx context.Context, prep *Prepared, res *Result
 	// sink transaction so the checkpoint comparison is current.
 	info, err := prep.source.Stream(ctx, p.Job.Source)
 	if err != nil {
+		return res, err
+	}
+	if err := PlanStaleError(info.Name, info.Table, prep.stream.TableSchema, info.TableSchema); err != nil {
 		return res, err
 	}
 	cp, ok, err := tx.Checkpoint(ctx)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/internal/pgtest"
+	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/runner"
 )
 
@@ -398,7 +399,6 @@ func TestSchemaChangeDuringRuns(t *testing.T) {
 	}
 	t.Logf("%d rounds of runs during the writes", rounds)
 	e.sql(pg, "ALTER TABLE sc SET PROPERTIES ('change_tracking' = 'true')")
-	knownBug := ""
 	for _, p := range paths {
 		if _, err := e.run(e.job(p.prefix+".yaml", job(p))); err != nil {
 			t.Errorf("%s, after the writes: %v", p.name, err)
@@ -406,20 +406,8 @@ func TestSchemaChangeDuringRuns(t *testing.T) {
 		want := e.sql(p.src, "SELECT id, v, w FROM sc WHERE id > 0 ORDER BY id")
 		got := e.sql(p.dst, "SELECT id, v, w FROM "+p.prefix+" ORDER BY id")
 		if len(want) != rows || !equalRows(got, want) {
-			if p.name == "sqlite pushdown" && len(got) == len(want) {
-				// Known bug (issue #15, open): rows inserted right after a
-				// concurrent ADD COLUMN, before the next read re-installs
-				// the capture triggers, reached the pushed-down target with
-				// NULL in the new column (seen once in CI: rows 51–54 of
-				// 120). Every other path must still be exact.
-				knownBug = fmt.Sprintf("%s: target %v\nwant the source's %v", p.name, got, want)
-				continue
-			}
 			t.Errorf("%s: target %v\nwant the source's %v", p.name, got, want)
 		}
-	}
-	if knownBug != "" && !t.Failed() {
-		t.Skipf("known bug, issue #15: SQLite pushdown lost the new column's values of rows written between a concurrent ADD COLUMN and the capture's re-install: %s", knownBug)
 	}
 }
 
@@ -478,5 +466,108 @@ func TestSchemaNarrowing(t *testing.T) {
 	}
 	if cols := e.columns(pg, "nt_copy"); !hasColumnType(cols, "qty bigint") {
 		t.Errorf("target columns %v: the wider qty bigint should stay", cols)
+	}
+}
+
+// TestSchemaChangeBetweenPlanAndRun: the application adds a column and
+// writes rows that give it values after a run was planned (its stream
+// described, its projection bound, its target read) and before that run
+// reads, with no sluice command in between: the deterministic form of
+// the race in TestSchemaChangeDuringRuns. The run must not write those
+// rows without the new column; after it (and one more run), every target
+// equals its source in every column, the new one included. Append and
+// merge jobs without select, under evolve, on every path.
+func TestSchemaChangeBetweenPlanAndRun(t *testing.T) {
+	pg := pgtest.NewDatabase(t)
+	other := pgtest.NewDatabase(t)
+	e := newEnv(t)
+	liteSink := e.conn("sink.db")
+	paths := []schemaPath{
+		{name: "postgres pushdown", src: pg, dst: pg, prefix: "b_pp", pg: true},
+		{name: "postgres → sqlite", src: pg, dst: liteSink, prefix: "b_pl", pg: true},
+		{name: "sqlite pushdown", prefix: "b_lp"},
+		{name: "sqlite → postgres", dst: other, prefix: "b_lg"},
+	}
+	pgExec(t, pg, "CREATE TABLE sc (id integer PRIMARY KEY, v integer)")
+	e.sql("", "CREATE TABLE sc (id INT, v INT, PRIMARY KEY (id))")
+	e.sql(liteSink, "CREATE TABLE IF NOT EXISTS sluice_probe (x INT)")
+	for _, c := range []string{pg, ""} {
+		e.sql(c, "ALTER TABLE sc SET PROPERTIES ('change_tracking' = 'true')")
+	}
+	// both runs statements on both sources, as a plain client.
+	both := func(q string) {
+		t.Helper()
+		e.native(pg, q)
+		e.native("", q)
+	}
+	modes := []struct{ name, stream, sink string }{
+		{"append", "APPEND_ONLY", ""},
+		{"merge", "STANDARD", ", mode: merge, keys: [id]"},
+	}
+	job := func(p schemaPath, m string) *plan.Job {
+		for _, md := range modes {
+			if md.name != m {
+				continue
+			}
+			j := fmt.Sprintf("name: %s_%s\nsource: %s\nsink: {table: %s_%s%s", p.prefix, m, p.stream(m), p.prefix, m, md.sink)
+			if p.dst != p.src {
+				j += ", connection: '" + p.dst + "'"
+			}
+			j += "}\n"
+			if p.src != "" {
+				j = "connection: '" + p.src + "'\n" + j
+			}
+			return e.job(p.prefix+"_"+m+".yaml", j)
+		}
+		panic(m)
+	}
+	for _, p := range paths {
+		for _, m := range modes {
+			e.sql(p.src, fmt.Sprintf("CREATE TABLE STREAM %s ON TABLE sc WITH PROPERTIES ('TABLE_STREAM_MODE' = '%s')", p.stream(m.name), m.stream))
+		}
+	}
+	both("INSERT INTO sc VALUES (1, 10)")
+	for _, p := range paths {
+		for _, m := range modes {
+			if _, err := e.run(job(p, m.name)); err != nil {
+				t.Fatalf("%s, %s, first run: %v", p.name, m.name, err)
+			}
+		}
+	}
+	var preps []*runner.Prepared
+	for _, p := range paths {
+		for _, m := range modes {
+			prep, err := e.r.Plan(context.Background(), job(p, m.name))
+			if err != nil {
+				t.Fatalf("%s, %s, plan: %v", p.name, m.name, err)
+			}
+			preps = append(preps, prep)
+		}
+	}
+	both("ALTER TABLE sc ADD COLUMN w TEXT")
+	both("INSERT INTO sc VALUES (2, 20, 'w2'), (3, 30, 'w3')")
+	both("UPDATE sc SET w = 'w1' WHERE id = 1")
+	e.sql(pg, "ALTER TABLE sc SET PROPERTIES ('change_tracking' = 'true')")
+	i := 0
+	for _, p := range paths {
+		for _, m := range modes {
+			_, err := e.r.Run(context.Background(), preps[i])
+			i++
+			if err != nil {
+				t.Errorf("%s, %s, the run planned before the ALTER: %v", p.name, m.name, err)
+			}
+			if _, err := e.run(job(p, m.name)); err != nil {
+				t.Errorf("%s, %s, the next run: %v", p.name, m.name, err)
+			}
+			where := ""
+			if m.name == "append" {
+				where = " WHERE id > 1" // the update is no insert
+			}
+			want := e.sql(p.src, "SELECT id, v, w FROM sc"+where+" ORDER BY id")
+			got := e.sql(p.dst, fmt.Sprintf("SELECT id, v, w FROM %s_%s%s ORDER BY id", p.prefix, m.name, where))
+			if !equalRows(got, want) {
+				t.Errorf("%s, %s: target %v\nwant the source's %v", p.name, m.name, got, want)
+			}
+		}
 	}
 }

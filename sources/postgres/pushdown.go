@@ -299,6 +299,11 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 	if s.ID != pd.s.ID {
 		return runner.Stats{}, none, none, fmt.Errorf("%w: stream %s was recreated since the plan was made", runner.ErrOffsetMoved, s.Name)
 	}
+	// DDL since Plan: the relation projects the planned columns only; the
+	// runner plans again.
+	if err := runner.PlanStaleError(s.Name, s.Table, pd.p.Source.TableSchema, s.TableSchema); err != nil {
+		return runner.Stats{}, none, none, err
+	}
 	cp, ok, err := sinkpg.ReadCheckpoint(ctx, tx, job)
 	if err != nil {
 		return runner.Stats{}, none, none, err

@@ -208,6 +208,12 @@ func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Of
 		_ = tx.Rollback(ctx)
 		return nil, err
 	}
+	// Rows come in the table's columns as of the read's snapshot, which
+	// must be the ones s (and the run's projection) describes.
+	if err := runner.PlanStaleError(s.Name, s.Table, s.TableSchema, t.Table.Schema()); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, err
+	}
 	r := &reader{b: b, tx: tx, ctx: context.WithoutCancel(ctx), point: to.Offset(), batch: opt.BatchSize, table: t, stream: s.Name, omitted: map[cdc.Op]int64{}}
 	if r.batch <= 0 {
 		r.batch = DefaultBatchSize

@@ -169,6 +169,11 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner
 	if err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
 	}
+	// DDL since Plan (syncStream just re-installed capture for it): the
+	// relation projects the planned columns only; the runner plans again.
+	if err := runner.PlanStaleError(info.Name, info.Table, pp.p.Source.TableSchema, info.TableSchema); err != nil {
+		return runner.Stats{}, info.Offset, info.Offset, err
+	}
 	tx, err := pp.sink.Attach(ctx, conn, job)
 	if err != nil {
 		return runner.Stats{}, info.Offset, info.Offset, err

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicedata/sluice/internal/sqlitex"
+	"github.com/sluicedata/sluice/runner"
 )
 
 // Capture follows the table, not its name, and survives the
@@ -599,7 +600,8 @@ func untrack(ctx context.Context, tx *sqlitex.Tx, c captured, what string) error
 }
 
 // errNotFresh is returned by a read whose snapshot shows DDL on the table
-// after the capture was last installed.
+// after the capture was last installed. It wraps runner.ErrPlanStale too:
+// the runner plans the run again, which re-installs capture.
 func errNotFresh(stream, table string) error {
-	return fmt.Errorf("table stream %s: %w: table %s changed (DDL) after the run started; run again (the next run re-installs its capture)", stream, ErrSchemaChanged, table)
+	return fmt.Errorf("table stream %s: %w: table %s changed (DDL) after the run started (%w); run again (the next run re-installs its capture)", stream, ErrSchemaChanged, table, runner.ErrPlanStale)
 }
