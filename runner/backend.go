@@ -99,6 +99,11 @@ type LogSize struct {
 type ReadOptions struct {
 	// BatchSize bounds the changes returned by one ChangeReader.Next.
 	BatchSize int
+	// BatchBytes bounds the memory of one batch's changes, as the source
+	// estimates it (a batch holds at least one change); 0 leaves it to
+	// the source's default. With BatchSize it bounds a run's memory
+	// whatever the width of the rows.
+	BatchBytes int
 	// OmitUpdateBefore allows the source to leave UPDATE_BEFORE changes
 	// out of the read, because the sink ignores them
 	// (plan.SinkStage.IgnoresUpdateBefore). A reader that does implements

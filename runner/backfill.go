@@ -68,6 +68,11 @@ type BackfillResult struct {
 	Restarted  bool
 	HandOff    cdc.Offset // the job's checkpoint and the stream's offset after the backfill
 	Skipped    string     // why nothing was done ("" when the backfill ran)
+
+	// PassThrough counts the chunks of Chunks that streamed from the
+	// source's COPY into the sink's without passing through sluice
+	// (CopySnapshot, CopySinkTx).
+	PassThrough int
 }
 
 // BackfillPlan is what `sluice backfill --dry-run` shows.
@@ -104,6 +109,9 @@ type backfillState struct {
 	Chunks        int       `json:"chunks"`
 	Started       time.Time `json:"started"`
 	CreatedTarget bool      `json:"created_target"`
+	// TargetEmpty: the target had no row when the first chunk was
+	// copied, so a merge's chunks insert new keys (backfill_copy.go).
+	TargetEmpty bool `json:"target_empty,omitempty"`
 }
 
 // backfill is one call of Runner.Backfill or PlanBackfill.
@@ -126,14 +134,19 @@ type backfill struct {
 	skipped string
 	keyIdx  []int      // primary key columns in the table schema
 	keyT    []cdc.Type // and their types
+
+	// chunkSet: BackfillOptions.Chunk was set (a pass-through
+	// backfill otherwise uses DefaultPassThroughChunk).
+	chunkSet bool
 }
 
 func (r *Runner) newBackfill(ctx context.Context, prep *Prepared, opt BackfillOptions) (*backfill, error) {
 	p := prep.Plan
-	if opt.Chunk <= 0 {
+	chunkSet := opt.Chunk > 0
+	if !chunkSet {
 		opt.Chunk = DefaultBackfillChunk
 	}
-	b := &backfill{r: r, prep: prep, opt: opt, job: p.Job.Name}
+	b := &backfill{r: r, prep: prep, opt: opt, job: p.Job.Name, chunkSet: chunkSet}
 	if p.Sink.Backend == "stdout" {
 		return nil, fmt.Errorf("a stdout sink has nothing to backfill; use `sluice preview`")
 	}
@@ -384,11 +397,42 @@ func (r *Runner) Backfill(ctx context.Context, prep *Prepared, opt BackfillOptio
 		b.progress(ctx, "catchup", total, res, after)
 	}
 	b.state.Snapshot = off.Encode()
+	pt, err := b.passThrough(ctx, snap)
+	if err != nil {
+		return res, err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		start := after
+		if pt != nil && pt.goLen <= 0 {
+			next, final, err := b.copyChunk(ctx, pt, after, off, res)
+			if err == nil && final {
+				break
+			}
+			if err == nil {
+				after = next
+				b.progress(ctx, "copy", total, res, after)
+				continue
+			}
+			var cf *errCopyFailed
+			switch {
+			case errors.Is(err, ErrNoPassThrough):
+				r.log().Info("backfill: rows go through sluice", "job", b.job, "why", err.Error())
+				pt = nil
+			case errors.As(err, &cf) && ctx.Err() == nil:
+				// Done again through sluice, which names a failing row.
+				r.log().Warn("backfill: a chunk's COPY failed; copying its rows through sluice", "job", b.job, "after", start, "err", err.Error())
+				pt.goLen = (pt.size + b.opt.Chunk - 1) / b.opt.Chunk
+			default:
+				return res, fmt.Errorf("chunk after key %v: %w", start, err)
+			}
+			continue
+		}
+		if pt != nil {
+			pt.goLen--
+		}
 		rows, err := snap.Chunk(ctx, after, b.opt.Chunk)
 		final := len(rows) < b.opt.Chunk
 		if err == nil && len(rows) > 0 {
@@ -592,6 +636,15 @@ func (r *Runner) PlanBackfill(ctx context.Context, prep *Prepared, opt BackfillO
 	p.Steps = slices.Clone(snap.Steps())
 	if b.resume {
 		p.Steps = append(p.Steps, plan.Step{Where: "source", What: fmt.Sprintf("catch up: read the stream's changes since the last snapshot for keys up to %v, in the snapshot", bp.LastKey)})
+	}
+	pt, err := b.passThrough(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	if pt != nil {
+		p.Steps = append(p.Steps, passThroughSteps(pt)...)
+		bp.Chunk = pt.size
+		p.Steps = append(p.Steps, plan.Step{Where: "sluice", What: fmt.Sprintf("when the target cannot take the source's text form as it is (checked in the first chunk's transaction), or for a chunk whose COPY failed: rows go through sluice in chunks of %d, as follows", b.opt.Chunk)})
 	}
 	p.Steps = append(p.Steps, plan.Step{Where: "sluice", What: "filter and project each row as an INSERT change"})
 	p.Steps = append(p.Steps, b.first.Steps()...)

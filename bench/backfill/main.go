@@ -2,25 +2,36 @@
 // against the database's own bulk copy, and prints the comparison:
 //
 //   - PostgreSQL → PostgreSQL (another database on the same server):
-//     sluice backfill into an append target (COPY per chunk) and into a
-//     merge target (staging + MERGE per chunk), against
-//     COPY (SELECT …) TO STDOUT piped into COPY … FROM STDIN (pgx
-//     CopyTo/CopyFrom through an io.Pipe, as `psql -c "\copy …" | psql`);
+//     sluice backfill into an append target, a new merge target and a
+//     merge target that already has a row, against the pipeline a user
+//     writes: psql -c "\copy (SELECT …) TO STDOUT" | psql -c "\copy items
+//     FROM STDIN" (two psql processes, buffered). Targets are checked equal
+//     to the source in every column (count and md5 of every row's text in
+//     key order). For the merge into a target with rows it prints the
+//     time of the first and the last chunk (linear: the same).
+//   - SQLite → PostgreSQL: sluice backfill (append) against each side
+//     alone — the sqlite3 CLI writing the table as CSV to /dev/null, and
+//     psql \copy loading that CSV — the ratio's base is the faster one.
+//     The target is checked equal to the CSV loaded by psql.
 //   - SQLite → SQLite (another file): sluice backfill (append) against
 //     ATTACH + INSERT INTO … SELECT in one transaction.
 //
+// Contenders alternate over -rounds rounds (order reversed every other
+// round); each prints median (min–max) rows/s, peak RSS and the load
+// average, and the run ends with one tab-separated line per goal for a
+// collector: SUMMARY, path, ratio median, min, max, baseline, peak RSS
+// (MB) of sluice.
+//
 // Usage:
 //
-//	go run ./bench/backfill -pg postgres://postgres@127.0.0.1:5432/postgres            # 5,000,000 rows
-//	go run ./bench/backfill -pg "$SLUICE_TEST_PG" -rows 200000 -sqlite-rows 200000      # quick
-//	go run ./bench/backfill -pg '' -sqlite-rows 1000000                                 # SQLite only
+//	go run ./bench/backfill -quick                                           # 300,000 rows each, ~2 minutes on 2 cores
+//	go run ./bench/backfill -pg postgres://postgres@127.0.0.1:5432/postgres  # 1,000,000 rows each
+//	go run ./bench/backfill -pg '' -sqlite-rows 1000000                      # SQLite only
 //
 // -pg names a server (a maintenance database URL; default $SLUICE_TEST_PG)
 // on which the program creates and drops its own databases. Each contender
 // runs in a child process (this program re-executed), so peak RSS
-// (getrusage ru_maxrss of the child) is the contender's alone; the ratio
-// column is rows/s relative to the database's own copy. Targets are checked
-// equal to the source (row count and an order-independent checksum).
+// (getrusage ru_maxrss of the child) is the contender's alone.
 package main
 
 import (
@@ -30,17 +41,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
 	_ "github.com/sluicedata/sluice/sources/postgres"
@@ -48,23 +58,41 @@ import (
 )
 
 var (
-	pgURL      = flag.String("pg", os.Getenv("SLUICE_TEST_PG"), "PostgreSQL server URL (maintenance database); '' skips PostgreSQL")
-	rows       = flag.Int("rows", 5_000_000, "rows in the PostgreSQL source table")
-	sqliteRows = flag.Int("sqlite-rows", 1_000_000, "rows in the SQLite source table; 0 skips SQLite")
-	chunk      = flag.Int("chunk", runner.DefaultBackfillChunk, "backfill chunk size")
-	mode       = flag.String("mode", "", "internal: run one contender")
-	src        = flag.String("src", "", "internal: source connection")
-	dst        = flag.String("dst", "", "internal: target connection")
-	cpuprofile = flag.String("cpuprofile", "", "write each contender's CPU profile to this path + \".<contender>\"")
+	pgURL        = flag.String("pg", os.Getenv("SLUICE_TEST_PG"), "PostgreSQL server URL (maintenance database); '' skips PostgreSQL")
+	rows         = flag.Int("rows", 1_000_000, "rows in the PostgreSQL source table; 0 skips PostgreSQL → PostgreSQL")
+	sqliteRows   = flag.Int("sqlite-rows", 1_000_000, "rows in the SQLite source table; 0 skips SQLite")
+	sqlitePGRows = flag.Int("sqlite-pg-rows", 1_000_000, "rows of SQLite → PostgreSQL; 0 skips it")
+	chunk        = flag.Int("chunk", 0, "backfill chunk size (0: the engine's default)")
+	rounds       = flag.Int("rounds", 3, "rounds of alternating contenders")
+	quick        = flag.Bool("quick", false, "300,000 rows for every path (rows flags given explicitly win)")
+	mode         = flag.String("mode", "", "internal: run one contender")
+	src          = flag.String("src", "", "internal: source connection")
+	dst          = flag.String("dst", "", "internal: target connection")
+	cpuprofile   = flag.String("cpuprofile", "", "write each contender's CPU profile to this path + \".<contender>\"")
 )
 
 type result struct {
-	Seconds float64 `json:"seconds"`
-	Rows    int64   `json:"rows"`
+	Seconds      float64 `json:"seconds"`
+	Rows         int64   `json:"rows"`
+	Chunks       int     `json:"chunks,omitempty"`
+	FirstChunkMS float64 `json:"first_chunk_ms,omitempty"` // time of the first full chunk
+	LastChunkMS  float64 `json:"last_chunk_ms,omitempty"`  // and of the last
 }
+
+// summaries collects the goal rows printed at the end.
+var summaries []summary
 
 func main() {
 	flag.Parse()
+	if *quick {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]*int{"rows": rows, "sqlite-rows": sqliteRows, "sqlite-pg-rows": sqlitePGRows} {
+			if !set[name] {
+				*v = 300_000
+			}
+		}
+	}
 	ctx := context.Background()
 	var err error
 	if *mode != "" {
@@ -100,14 +128,18 @@ type row struct {
 }
 
 func parent(ctx context.Context) error {
-	var out []row
+	fmt.Printf("load average %s; %d CPUs\n", loadAvg(), runtime.NumCPU())
 	if *pgURL != "" && *rows > 0 {
-		r, err := benchPostgres(ctx)
-		if err != nil {
+		if err := benchPG(ctx); err != nil {
 			return fmt.Errorf("postgres: %w", err)
 		}
-		out = append(out, r...)
 	}
+	if *pgURL != "" && *sqlitePGRows > 0 {
+		if err := benchSQLitePG(ctx); err != nil {
+			return fmt.Errorf("sqlite → postgres: %w", err)
+		}
+	}
+	var out []row
 	if *sqliteRows > 0 {
 		r, err := benchSQLite(ctx)
 		if err != nil {
@@ -115,7 +147,9 @@ func parent(ctx context.Context) error {
 		}
 		out = append(out, r...)
 	}
-	fmt.Printf("\n%-58s %10s %10s %12s %10s %7s\n", "contender", "rows", "seconds", "rows/s", "peak RSS", "ratio")
+	if len(out) > 0 {
+		fmt.Printf("\n%-58s %10s %10s %12s %10s %7s\n", "contender", "rows", "seconds", "rows/s", "peak RSS", "ratio")
+	}
 	var base float64
 	for _, r := range out {
 		rate := float64(r.res.Rows) / r.res.Seconds
@@ -124,13 +158,19 @@ func parent(ctx context.Context) error {
 		}
 		fmt.Printf("%-58s %10d %10.2f %12.0f %8dMB %6.2fx\n", r.name, r.res.Rows, r.res.Seconds, rate, r.rss/1024, rate/base)
 	}
-	fmt.Printf("(chunk %d; ratio = rows/s relative to the database's own copy above it; targets verified equal to the source)\n", *chunk)
+	if len(out) > 0 {
+		fmt.Printf("(chunk %d; ratio = rows/s relative to the database's own copy above it; targets verified equal to the source)\n", *chunk)
+	}
+	fmt.Printf("\nload average at the end %s\n", loadAvg())
+	for _, s := range summaries {
+		s.print()
+	}
 	return nil
 }
 
 // child runs one contender in a child process.
 func child(m, s, d string) (result, int64, error) {
-	args := []string{"-mode", m, "-src", s, "-dst", d, "-chunk", fmt.Sprint(*chunk)}
+	args := []string{"-mode", m, "-src", s, "-dst", d, "-chunk", fmt.Sprint(*chunk), "-rows", fmt.Sprint(*rows), "-sqlite-pg-rows", fmt.Sprint(*sqlitePGRows)}
 	if *cpuprofile != "" {
 		args = append(args, "-cpuprofile", *cpuprofile+"."+m)
 	}
@@ -151,23 +191,30 @@ func contender(ctx context.Context, m, s, d string) (result, error) {
 	t0 := time.Now()
 	var n int64
 	var err error
+	var clock chunkClock
 	switch m {
-	case "pg-copy":
-		n, err = pgCopy(ctx, s, d)
-	case "pg-sluice", "sqlite-sluice":
-		n, err = sluiceBackfill(ctx, s, d, "append")
-	case "pg-sluice-merge":
-		n, err = sluiceBackfill(ctx, s, d, "merge")
+	case "psql-pipe":
+		n, err = psqlPipe(ctx, s, d)
+	case "sqlite-dump":
+		n, err = sqliteDump(ctx, s)
+	case "pg-load":
+		n, err = psqlLoad(ctx, s, d)
+	case "pg-sluice", "sqlite-sluice", "sqlite-pg-sluice":
+		n, err = sluiceBackfill(ctx, s, d, "append", &clock)
+	case "pg-sluice-merge", "pg-sluice-merge-rows":
+		n, err = sluiceBackfill(ctx, s, d, "merge", &clock)
 	case "sqlite-hand":
 		n, err = sqliteHand(ctx, s, d)
 	default:
 		err = fmt.Errorf("unknown mode %q", m)
 	}
-	return result{Seconds: time.Since(t0).Seconds(), Rows: n}, err
+	r := result{Seconds: time.Since(t0).Seconds(), Rows: n, Chunks: len(clock.times)}
+	r.FirstChunkMS, r.LastChunkMS = clock.firstLast()
+	return r, err
 }
 
 // sluiceBackfill backfills job "bench" (stream items_s → table items in d).
-func sluiceBackfill(ctx context.Context, s, d, sinkMode string) (int64, error) {
+func sluiceBackfill(ctx context.Context, s, d, sinkMode string, clock *chunkClock) (int64, error) {
 	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: s}
 	defer r.Close()
 	keys := ""
@@ -182,7 +229,7 @@ func sluiceBackfill(ctx context.Context, s, d, sinkMode string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	res, err := r.Backfill(ctx, prep, runner.BackfillOptions{Chunk: *chunk})
+	res, err := r.Backfill(ctx, prep, runner.BackfillOptions{Chunk: *chunk, Progress: func(context.Context, runner.BackfillProgress) { clock.tick() }})
 	if err != nil {
 		return 0, err
 	}
@@ -214,109 +261,7 @@ func withDB(u, db string) (string, error) {
 	return p.String(), nil
 }
 
-func benchPostgres(ctx context.Context) ([]row, error) {
-	admin, err := pgx.Connect(ctx, *pgURL)
-	if err != nil {
-		return nil, err
-	}
-	defer admin.Close(ctx)
-	names := []string{randName("bench_src_"), randName("bench_copy_"), randName("bench_sluice_"), randName("bench_merge_")}
-	urls := make([]string, len(names))
-	for i, n := range names {
-		if _, err := admin.Exec(ctx, "CREATE DATABASE "+n); err != nil {
-			return nil, err
-		}
-		defer admin.Exec(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+n+" WITH (FORCE)")
-		if urls[i], err = withDB(*pgURL, n); err != nil {
-			return nil, err
-		}
-	}
-	t0 := time.Now()
-	sc, err := pgx.Connect(ctx, urls[0])
-	if err != nil {
-		return nil, err
-	}
-	defer sc.Close(ctx)
-	for _, q := range []string{pgDDL, fmt.Sprintf(`INSERT INTO items SELECT i, 'name ' || i || ' ✓', (i %% 100000) * 1.25, timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second', CASE WHEN i %% 7 = 0 THEN NULL ELSE md5(i::text) END FROM generate_series(1, %d) i`, *rows), "VACUUM ANALYZE items"} {
-		if _, err := sc.Exec(ctx, q); err != nil {
-			return nil, err
-		}
-	}
-	if err := execSluice(ctx, urls[0], tracking); err != nil {
-		return nil, err
-	}
-	fmt.Printf("prepared %d PostgreSQL rows in %s\n", *rows, time.Since(t0).Round(time.Millisecond))
-	var out []row
-	for i, c := range []struct{ mode, name string }{
-		{"pg-copy", "PostgreSQL: COPY (SELECT …) TO STDOUT | COPY … FROM STDIN"},
-		{"pg-sluice", "  sluice backfill PostgreSQL → PostgreSQL, append"},
-		{"pg-sluice-merge", "  sluice backfill PostgreSQL → PostgreSQL, merge"},
-	} {
-		res, rss, err := child(c.mode, urls[0], urls[i+1])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, row{name: c.name, res: res, rss: rss})
-	}
-	want, err := pgSum(ctx, urls[0])
-	if err != nil {
-		return nil, err
-	}
-	for _, u := range urls[1:] {
-		if got, err := pgSum(ctx, u); err != nil || got != want {
-			return nil, fmt.Errorf("target %s differs from the source: %q vs %q (%v)", u, got, want, err)
-		}
-	}
-	return out, nil
-}
-
 const pgDDL = `CREATE TABLE items (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, note text)`
-
-func pgSum(ctx context.Context, u string) (string, error) {
-	c, err := pgx.Connect(ctx, u)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close(ctx)
-	var s string
-	err = c.QueryRow(ctx, `SELECT count(*) || ' ' || sum(hashtext(id || name || amount::text || extract(epoch FROM at)::text || coalesce(note, '-'))::bigint) FROM items`).Scan(&s)
-	return s, err
-}
-
-// pgCopy pipes COPY TO STDOUT of the source into COPY FROM STDIN of a new
-// table in the target.
-func pgCopy(ctx context.Context, s, d string) (int64, error) {
-	sc, err := pgx.Connect(ctx, s)
-	if err != nil {
-		return 0, err
-	}
-	defer sc.Close(ctx)
-	dc, err := pgx.Connect(ctx, d)
-	if err != nil {
-		return 0, err
-	}
-	defer dc.Close(ctx)
-	if _, err := dc.Exec(ctx, pgDDL); err != nil {
-		return 0, err
-	}
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		_, err := sc.PgConn().CopyTo(ctx, pw, "COPY (SELECT id, name, amount, at, note FROM items) TO STDOUT")
-		pw.CloseWithError(err)
-		done <- err
-	}()
-	tag, err := dc.PgConn().CopyFrom(ctx, pr, "COPY items FROM STDIN")
-	if err != nil {
-		pr.CloseWithError(err)
-		<-done
-		return 0, err
-	}
-	if err := <-done; err != nil {
-		return 0, err
-	}
-	return tag.RowsAffected(), nil
-}
 
 func benchSQLite(ctx context.Context) ([]row, error) {
 	dir, err := os.MkdirTemp("", "sluice-bench-backfill-")

@@ -40,6 +40,7 @@ type Tx struct {
 	err          error                  // a failed Write poisons the transaction
 	done         bool
 	saved        *txState // the state at the savepoint of a run with dead letters (deadletter.go)
+	copyMerge    bool     // CopyFrom merges through copyTable (copytext.go)
 }
 
 // Begin opens the sink transaction of one run of job (READ COMMITTED) and

@@ -208,7 +208,7 @@ func (s *snapshot) keyText(vals []any) string {
 // as ChangesQuery requires — and filtered by key in SQL with the
 // comparison Chunk's ORDER BY uses.
 func (s *snapshot) Catchup(ctx context.Context, upTo []any, opt runner.ReadOptions) (runner.ChangeReader, error) {
-	r := &catchup{point: s.to.Offset(), batch: opt.BatchSize, cols: s.t.Table.Columns, stream: s.info.Name, b: s.b}
+	r := &catchup{point: s.to.Offset(), batch: opt.BatchSize, maxBytes: batchBytes(opt), cols: s.t.Table.Columns, stream: s.info.Name, b: s.b}
 	if r.batch <= 0 {
 		r.batch = DefaultBatchSize
 	}
@@ -249,6 +249,8 @@ type catchup struct {
 	batch  int
 	stream string
 	done   bool
+	// maxBytes bounds a batch's rows as sent by the server (batchBytes).
+	maxBytes int
 }
 
 func (r *catchup) ReadPoint() cdc.Offset { return r.point }
@@ -258,7 +260,9 @@ func (r *catchup) Next(ctx context.Context) ([]cdc.Change, error) {
 		return nil, io.EOF
 	}
 	var out []cdc.Change
-	for len(out) < r.batch && r.rows.Next() {
+	size := 0
+	for len(out) < r.batch && size < r.maxBytes && r.rows.Next() {
+		size += rowBytes(r.rows)
 		vals, err := r.rows.Values()
 		if err != nil {
 			return nil, r.b.wrap(err, "catch up stream %s", r.stream)
