@@ -401,6 +401,8 @@ func (r *Runner) Backfill(ctx context.Context, prep *Prepared, opt BackfillOptio
 	if err != nil {
 		return res, err
 	}
+	ra := &readAhead{snap: snap, n: b.opt.Chunk}
+	defer ra.wait() // before snap.Close
 	for {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -433,10 +435,13 @@ func (r *Runner) Backfill(ctx context.Context, prep *Prepared, opt BackfillOptio
 		if pt != nil {
 			pt.goLen--
 		}
-		rows, err := snap.Chunk(ctx, after, b.opt.Chunk)
+		rows, err := ra.next(ctx, after)
 		final := len(rows) < b.opt.Chunk
 		if err == nil && len(rows) > 0 {
 			after = b.keyOf(rows[len(rows)-1].Row)
+		}
+		if err == nil && !final && (pt == nil || pt.goLen > 0) {
+			ra.start(ctx, after) // the next chunk takes this path too
 		}
 		if err == nil {
 			err = b.commitChunk(ctx, rows, after, final, off, res)

@@ -47,6 +47,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -174,6 +175,9 @@ func child(m, s, d string) (result, int64, error) {
 	if *cpuprofile != "" {
 		args = append(args, "-cpuprofile", *cpuprofile+"."+m)
 	}
+	// A child's ru_maxrss starts from this process's RSS (the pages it
+	// shares until exec): keep it small.
+	debug.FreeOSMemory()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	outb, err := cmd.Output()
@@ -229,7 +233,11 @@ func sluiceBackfill(ctx context.Context, s, d, sinkMode string, clock *chunkCloc
 	if err != nil {
 		return 0, err
 	}
-	res, err := r.Backfill(ctx, prep, runner.BackfillOptions{Chunk: *chunk, Progress: func(context.Context, runner.BackfillProgress) { clock.tick() }})
+	res, err := r.Backfill(ctx, prep, runner.BackfillOptions{Chunk: *chunk, Progress: func(_ context.Context, p runner.BackfillProgress) {
+		if p.Phase == "start" || p.Phase == "copy" {
+			clock.tick() // after each full chunk
+		}
+	}})
 	if err != nil {
 		return 0, err
 	}
