@@ -2,8 +2,9 @@
 // against the database's own bulk copy, and prints the comparison:
 //
 //   - PostgreSQL → PostgreSQL (another database on the same server):
-//     sluice backfill into an append target, a new merge target and a
-//     merge target that already has a row, against the pipeline a user
+//     sluice backfill into an append target (the table the baseline
+//     writes, with its primary key), a new merge target and a merge
+//     target that already has a row, against the pipeline a user
 //     writes: psql -c "\copy (SELECT …) TO STDOUT" | psql -c "\copy items
 //     FROM STDIN" (two psql processes, buffered). Targets are checked equal
 //     to the source in every column (count and md5 of every row's text in

@@ -182,8 +182,8 @@ func benchPG(ctx context.Context) error {
 	fmt.Printf("prepared %d PostgreSQL rows in %s; load average %s\n", *rows, time.Since(t0).Round(time.Millisecond), loadAvg())
 	modes := []struct{ mode, name string }{
 		{"psql-pipe", "psql \\copy (SELECT …) TO STDOUT | psql \\copy items FROM STDIN"},
-		{"pg-sluice", "sluice backfill PostgreSQL → PostgreSQL, append"},
-		{"pg-sluice-merge", "sluice backfill, merge (new target)"},
+		{"pg-sluice", "sluice backfill PostgreSQL → PostgreSQL, append (into items as above)"},
+		{"pg-sluice-merge", "sluice backfill, merge (new target, primary key)"},
 		{"pg-sluice-merge-rows", "sluice backfill, merge into a target with rows (stage + ON CONFLICT)"},
 	}
 	var runs [][]contenderRun
@@ -201,12 +201,19 @@ func benchPG(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if m.mode == "pg-sluice-merge-rows" {
+			var setup []string
+			switch m.mode {
+			case "pg-sluice":
+				// The table the psql pipeline writes, primary key
+				// included (sluice would create one without).
+				setup = []string{pgDDL}
+			case "pg-sluice-merge-rows":
 				// One row of another key: the target is not empty.
-				if err := pgExec(ctx, dst, pgDDL, "INSERT INTO items VALUES (0, 'before', 0, now(), NULL)"); err != nil {
-					dropDst()
-					return err
-				}
+				setup = []string{pgDDL, "INSERT INTO items VALUES (0, 'before', 0, now(), NULL)"}
+			}
+			if err := pgExec(ctx, dst, setup...); err != nil {
+				dropDst()
+				return err
 			}
 			res, rss, err := child(m.mode, src, dst)
 			if err == nil {
