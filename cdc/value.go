@@ -350,11 +350,10 @@ func FitDecimal(d decimal.Decimal, t Type) (decimal.Decimal, error) {
 		return d, nil
 	}
 	r := d.Round(int32(t.Scale))
-	intDigits := len(r.Abs().Truncate(0).BigInt().String())
-	if r.Abs().LessThan(decimal.NewFromInt(1)) {
-		intDigits = 0
-	}
-	if intDigits > t.Precision-t.Scale {
+	// More than p-s digits before the point ⟺ |r| ≥ 10^(p-s) (compared
+	// without rendering the integer part, which cost a big.Int and a
+	// string per value).
+	if r.Abs().Cmp(decimal.New(1, int32(t.Precision-t.Scale))) >= 0 {
 		return decimal.Decimal{}, &ValueError{Type: t, Value: d, Reason: fmt.Sprintf("more than %d digits before the decimal point", t.Precision-t.Scale)}
 	}
 	return r, nil

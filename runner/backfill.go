@@ -287,6 +287,22 @@ func (b *backfill) fresh(created bool) *backfillState {
 // state. The last chunk's transaction stores the hand-off checkpoint
 // instead; then the stream's offset is advanced to it.
 //
+// # Inside the sink's database
+//
+// When the snapshot is an EngineCopier (SQLite into SQLite: the same file,
+// or another file attached read-only to the sink's connection) and the
+// job's filter and projection have SQL forms, each chunk is one write
+// transaction of the sink's database that checks the job's checkpoint,
+// reads the source change log's last position — the table is still as in
+// the snapshot only while it is the snapshot's offset, since every write
+// to a tracked table logs a change — copies the chunk with SQL (INSERT …
+// SELECT … WHERE key > ? ORDER BY key LIMIT ?, or the sink's merge
+// statements) and stores the state, so no row passes through sluice. When
+// the log has moved, the rest is read from the snapshot, whose read
+// transaction still holds it, and goes through sluice as below; a chunk
+// whose value does not fit is copied again through sluice, whose error
+// names the row.
+//
 // # Where the state lives
 //
 // The state (stream id, snapshot offsets, last key copied, rows, chunks,
@@ -403,11 +419,32 @@ func (r *Runner) Backfill(ctx context.Context, prep *Prepared, opt BackfillOptio
 	}
 	ra := &readAhead{snap: snap, n: b.opt.Chunk}
 	defer ra.wait() // before snap.Close
+	var ec EngineCopy
+	if pt == nil {
+		if ec = b.engineCopy(ctx, snap); ec != nil {
+			defer ec.Close()
+		}
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		start := after
+		if ec != nil {
+			next, final, keep, err := b.engineStep(ctx, ec, after, total, off, res)
+			if err != nil {
+				return res, err
+			}
+			if !keep {
+				ec = nil // the rest goes through sluice
+				continue
+			}
+			after = next
+			if final {
+				break
+			}
+			continue
+		}
 		if pt != nil && pt.goLen <= 0 {
 			next, final, err := b.copyChunk(ctx, pt, after, off, res)
 			if err == nil && final {
@@ -646,15 +683,26 @@ func (r *Runner) PlanBackfill(ctx context.Context, prep *Prepared, opt BackfillO
 	if err != nil {
 		return nil, err
 	}
-	if pt != nil {
+	var ec EngineCopy
+	if pt == nil {
+		ec = b.engineCopy(ctx, snap)
+	}
+	switch {
+	case pt != nil:
 		p.Steps = append(p.Steps, passThroughSteps(pt)...)
 		bp.Chunk = pt.size
 		p.Steps = append(p.Steps, plan.Step{Where: "sluice", What: fmt.Sprintf("when the target cannot take the source's text form as it is (checked in the first chunk's transaction), or for a chunk whose COPY failed: rows go through sluice in chunks of %d, as follows", b.opt.Chunk)})
+	case ec != nil:
+		defer ec.Close()
+		p.Steps = append(p.Steps, ec.Steps(b.first)...)
+		p.Steps = append(p.Steps,
+			plan.Step{Where: "sink", What: fmt.Sprintf("per chunk of %d rows: one such transaction, inside the sink's database (no row passes through sluice); the job's checkpoint holds the backfill state (partition %q)", b.opt.Chunk, BackfillPartition)},
+			plan.Step{Where: "sluice", What: "if the source table changed since the snapshot (its change log moved), or a value does not fit: the rest is read from the snapshot, filtered and projected by sluice, and written by the sink's statements, as follows"})
 	}
 	p.Steps = append(p.Steps, plan.Step{Where: "sluice", What: "filter and project each row as an INSERT change"})
 	p.Steps = append(p.Steps, b.first.Steps()...)
+	p.Steps = append(p.Steps, plan.Step{Where: "sink", What: fmt.Sprintf("per chunk of %d rows: one such transaction; the job's checkpoint holds the backfill state (partition %q)", b.opt.Chunk, BackfillPartition)})
 	p.Steps = append(p.Steps,
-		plan.Step{Where: "sink", What: fmt.Sprintf("per chunk of %d rows: one such transaction; the job's checkpoint holds the backfill state (partition %q)", b.opt.Chunk, BackfillPartition)},
 		plan.Step{Where: "sink", What: "with the last chunk: store the snapshot's offset as the job's checkpoint (the hand-off)"},
 		plan.Step{Where: "source", What: fmt.Sprintf("move the offset of stream %s to the snapshot's offset", b.info.Name)})
 	if b.restart {

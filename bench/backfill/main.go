@@ -14,8 +14,15 @@
 //     alone — the sqlite3 CLI writing the table as CSV to /dev/null, and
 //     psql \copy loading that CSV — the ratio's base is the faster one.
 //     The target is checked equal to the CSV loaded by psql.
-//   - SQLite → SQLite (another file): sluice backfill (append) against
-//     ATTACH + INSERT INTO … SELECT in one transaction.
+//   - SQLite → SQLite, another file and the same file (sqlite.go): sluice
+//     backfill (append) against INSERT INTO … SELECT in one transaction
+//     (after ATTACH for another file) on the same engine and in the C
+//     library (python3's sqlite3); every column hashed.
+//   - PostgreSQL → SQLite (pgsqlite.go): sluice backfill (append) against
+//     each side alone — psql \copy of the table to a CSV file, and the
+//     sqlite3 CLI's .import of it — the ratio's base is the faster one.
+//
+// -only selects paths (pg, sqlitepg, sqlite, pgsqlite).
 //
 // Contenders alternate over -rounds rounds (order reversed every other
 // round); each prints median (min–max) rows/s, peak RSS and the load
@@ -46,17 +53,16 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
 	_ "github.com/sluicedata/sluice/sources/postgres"
-	"github.com/sluicedata/sluice/sources/sqlite"
 )
 
 var (
@@ -71,6 +77,8 @@ var (
 	src          = flag.String("src", "", "internal: source connection")
 	dst          = flag.String("dst", "", "internal: target connection")
 	cpuprofile   = flag.String("cpuprofile", "", "write each contender's CPU profile to this path + \".<contender>\"")
+	table        = flag.String("table", "items", "internal: target table")
+	only         = flag.String("only", "", "run only these paths (comma-separated: pg, sqlitepg, sqlite, pgsqlite); '' runs all")
 )
 
 type result struct {
@@ -123,45 +131,31 @@ func main() {
 	}
 }
 
-type row struct {
-	name string
-	res  result
-	rss  int64 // KiB
-}
-
 func parent(ctx context.Context) error {
 	fmt.Printf("load average %s; %d CPUs\n", loadAvg(), runtime.NumCPU())
-	if *pgURL != "" && *rows > 0 {
+	if *pgURL != "" && *rows > 0 && runs("pg") {
 		if err := benchPG(ctx); err != nil {
 			return fmt.Errorf("postgres: %w", err)
 		}
 	}
-	if *pgURL != "" && *sqlitePGRows > 0 {
+	if *pgURL != "" && *sqlitePGRows > 0 && runs("sqlitepg") {
 		if err := benchSQLitePG(ctx); err != nil {
 			return fmt.Errorf("sqlite → postgres: %w", err)
 		}
 	}
-	var out []row
-	if *sqliteRows > 0 {
-		r, err := benchSQLite(ctx)
+	if *sqliteRows > 0 && runs("sqlite") {
+		sums, err := benchSQLite(ctx)
 		if err != nil {
 			return fmt.Errorf("sqlite: %w", err)
 		}
-		out = append(out, r...)
+		summaries = append(summaries, sums...)
 	}
-	if len(out) > 0 {
-		fmt.Printf("\n%-58s %10s %10s %12s %10s %7s\n", "contender", "rows", "seconds", "rows/s", "peak RSS", "ratio")
-	}
-	var base float64
-	for _, r := range out {
-		rate := float64(r.res.Rows) / r.res.Seconds
-		if r.name[0] != ' ' {
-			base = rate
+	if *pgURL != "" && *rows > 0 && runs("pgsqlite") {
+		sums, err := benchPGSQLite(ctx)
+		if err != nil {
+			return fmt.Errorf("postgres → sqlite: %w", err)
 		}
-		fmt.Printf("%-58s %10d %10.2f %12.0f %8dMB %6.2fx\n", r.name, r.res.Rows, r.res.Seconds, rate, r.rss/1024, rate/base)
-	}
-	if len(out) > 0 {
-		fmt.Printf("(chunk %d; ratio = rows/s relative to the database's own copy above it; targets verified equal to the source)\n", *chunk)
+		summaries = append(summaries, sums...)
 	}
 	fmt.Printf("\nload average at the end %s\n", loadAvg())
 	for _, s := range summaries {
@@ -204,12 +198,12 @@ func contender(ctx context.Context, m, s, d string) (result, error) {
 		n, err = sqliteDump(ctx, s)
 	case "pg-load":
 		n, err = psqlLoad(ctx, s, d)
-	case "pg-sluice", "sqlite-sluice", "sqlite-pg-sluice":
+	case "pg-sluice", "sqlite-sluice", "sqlite-pg-sluice", "sqlite-sluice-same", "pgsq-sluice":
 		n, err = sluiceBackfill(ctx, s, d, "append", &clock)
 	case "pg-sluice-merge", "pg-sluice-merge-rows":
 		n, err = sluiceBackfill(ctx, s, d, "merge", &clock)
-	case "sqlite-hand":
-		n, err = sqliteHand(ctx, s, d)
+	case "sqlite-hand", "sqlite-hand-same":
+		n, err = sqliteHandCopy(ctx, s, d, *table, m == "sqlite-hand-same")
 	default:
 		err = fmt.Errorf("unknown mode %q", m)
 	}
@@ -226,7 +220,7 @@ func sluiceBackfill(ctx context.Context, s, d, sinkMode string, clock *chunkCloc
 	if sinkMode == "merge" {
 		keys = "\n  keys: [id]"
 	}
-	job, err := dsl.ParseJob("bench.yaml", []byte("source: items_s\nsink:\n  table: items\n  mode: "+sinkMode+keys+"\n  connection: '"+d+"'\n"))
+	job, err := dsl.ParseJob("bench.yaml", []byte("source: items_s\nsink:\n  table: "+*table+"\n  mode: "+sinkMode+keys+"\n  connection: '"+d+"'\n"))
 	if err != nil {
 		return 0, err
 	}
@@ -272,89 +266,15 @@ func withDB(u, db string) (string, error) {
 
 const pgDDL = `CREATE TABLE items (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, note text)`
 
-func benchSQLite(ctx context.Context) ([]row, error) {
-	dir, err := os.MkdirTemp("", "sluice-bench-backfill-")
-	if err != nil {
-		return nil, err
+// runs reports whether -only selects path.
+func runs(path string) bool {
+	if *only == "" {
+		return true
 	}
-	defer os.RemoveAll(dir)
-	s := "sqlite:" + filepath.Join(dir, "src.db")
-	t0 := time.Now()
-	if err := execSluice(ctx, s, `CREATE TABLE items (id BIGINT, name STRING, amount DECIMAL(12,2), at TIMESTAMP, note STRING, PRIMARY KEY (id))`); err != nil {
-		return nil, err
-	}
-	b, err := sqlite.Open(ctx, s, nil)
-	if err != nil {
-		return nil, err
-	}
-	_, err = b.DB().ExecContext(ctx, fmt.Sprintf(`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %d)
-		INSERT INTO items SELECT i, 'name ' || i || ' ✓', printf('%%.2f', (i %% 100000) * 1.25), strftime('%%Y-%%m-%%d %%H:%%M:%%S', 1704067200 + i, 'unixepoch') || '+00:00',
-		CASE WHEN i %% 7 = 0 THEN NULL ELSE hex(randomblob(16)) END FROM g`, *sqliteRows))
-	b.Close()
-	if err != nil {
-		return nil, err
-	}
-	if err := execSluice(ctx, s, tracking); err != nil {
-		return nil, err
-	}
-	fmt.Printf("prepared %d SQLite rows in %s\n", *sqliteRows, time.Since(t0).Round(time.Millisecond))
-	var out []row
-	for _, c := range []struct{ mode, name string }{
-		{"sqlite-hand", "SQLite: ATTACH + INSERT INTO … SELECT (one transaction)"},
-		{"sqlite-sluice", "  sluice backfill SQLite → SQLite, append"},
-	} {
-		res, rss, err := child(c.mode, s, "sqlite:"+filepath.Join(dir, c.mode+".db"))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, row{name: c.name, res: res, rss: rss})
-	}
-	want, err := sqliteSum(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range []string{"sqlite-hand", "sqlite-sluice"} {
-		if got, err := sqliteSum(ctx, "sqlite:"+filepath.Join(dir, m+".db")); err != nil || got != want {
-			return nil, fmt.Errorf("target %s differs from the source: %q vs %q (%v)", m, got, want, err)
+	for _, p := range strings.Split(*only, ",") {
+		if strings.TrimSpace(p) == path {
+			return true
 		}
 	}
-	return out, nil
-}
-
-func sqliteSum(ctx context.Context, s string) (string, error) {
-	b, err := sqlite.Open(ctx, s, nil)
-	if err != nil {
-		return "", err
-	}
-	defer b.Close()
-	var sum string
-	err = b.DB().QueryRowContext(ctx, `SELECT count(*) || ' ' || sum(id) || ' ' || sum(length(name || amount || at || coalesce(note, '-')) * (id % 1000)) FROM items`).Scan(&sum)
-	return sum, err
-}
-
-// sqliteHand copies the table with SQLite's own INSERT … SELECT into an
-// attached database.
-func sqliteHand(ctx context.Context, s, d string) (int64, error) {
-	b, err := sqlite.Open(ctx, s, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer b.Close()
-	conn, err := b.DB().Conn(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close()
-	path := d[len("sqlite:"):]
-	for _, q := range []string{"ATTACH DATABASE '" + path + "' AS d",
-		`CREATE TABLE d.items (id BIGINT NOT NULL, name TEXT, amount DECIMAL_TEXT(12,2), at TIMESTAMP, note TEXT, PRIMARY KEY (id))`} {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return 0, err
-		}
-	}
-	res, err := conn.ExecContext(ctx, `INSERT INTO d.items SELECT id, name, amount, at, note FROM main.items`)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return false
 }

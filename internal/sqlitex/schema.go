@@ -19,10 +19,12 @@ type Querier interface {
 
 // TableSchema reads table's columns (in order, logical types via
 // LogicalType, NotNull from the declaration) and primary key (in key order)
-// with PRAGMA table_info. ok is false, with a zero Schema, when there is no
-// such table (names compare as SQLite does: ASCII case-insensitively).
+// with PRAGMA table_info of schema main (never a TEMP table or one of an
+// attached database of the same name). ok is false, with a zero Schema,
+// when there is no such table (names compare as SQLite does: ASCII
+// case-insensitively).
 func TableSchema(ctx context.Context, q Querier, table string) (s cdc.Schema, ok bool, err error) {
-	rows, err := q.QueryContext(ctx, `SELECT name, type, "notnull", pk FROM pragma_table_info(?) ORDER BY cid`, table)
+	rows, err := q.QueryContext(ctx, `SELECT name, type, "notnull", pk FROM pragma_table_info(?, 'main') ORDER BY cid`, table)
 	if err != nil {
 		return cdc.Schema{}, false, fmt.Errorf("read schema of table %s: %w", table, err)
 	}

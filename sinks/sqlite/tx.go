@@ -25,7 +25,8 @@ type Tx struct {
 	job     string
 	target  cdc.Schema
 	c       *compiled
-	ins     *sql.Stmt // the prepared insert, nil when q cannot prepare
+	ins     *sql.Stmt         // the prepared insert, nil when q cannot prepare
+	multi   map[int]*sql.Stmt // prepared multi-row inserts by rows (multirow.go)
 	keyIdx  []int
 	keyName []string
 	ord     int64
@@ -193,6 +194,9 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 	if staged {
 		n += t.c.meta
 	}
+	if !staged {
+		return t.writeRows(ctx, batch)
+	}
 	args := make([]any, n)
 	for bi := range batch {
 		ch := &batch[bi]
@@ -347,6 +351,7 @@ func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 	if t.ins != nil {
 		t.ins.Close()
 	}
+	t.closeMulti()
 	if t.owned {
 		if err := durable(ctx, t.conn); err != nil {
 			return runner.Stats{}, err
@@ -391,6 +396,7 @@ func (t *Tx) Rollback(ctx context.Context) error {
 	if t.ins != nil {
 		t.ins.Close()
 	}
+	t.closeMulti()
 	if !t.owned {
 		return nil
 	}

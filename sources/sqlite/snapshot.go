@@ -80,7 +80,7 @@ func (b *Backend) openSnapshot(ctx context.Context, tx *sql.Tx, info *runner.Str
 	if from.seq > seq {
 		return nil, fmt.Errorf("%w: offset %s is after the last change %d", cdc.ErrBadOffset, from, seq)
 	}
-	s := &snapshot{tx: tx, info: cur, from: from, seq: seq, at: time.Now().UTC().Truncate(time.Millisecond)}
+	s := &snapshot{b: b, tx: tx, info: cur, from: from, seq: seq, at: time.Now().UTC().Truncate(time.Millisecond)}
 	s.keyIdx, _ = cur.TableSchema.KeyIndexes()
 	s.sql(cur.TableSchema)
 	return s, nil
@@ -88,6 +88,7 @@ func (b *Backend) openSnapshot(ctx context.Context, tx *sql.Tx, info *runner.Str
 
 // snapshot is a runner.SnapshotReader over one read transaction.
 type snapshot struct {
+	b      *Backend
 	tx     *sql.Tx
 	info   *runner.StreamInfo
 	from   position // the offset Catchup reads from
