@@ -4,10 +4,17 @@
 // hand-written MERGE over sluice's change log, and prints changes per
 // second, peak RSS and the ratios.
 //
-//	go run ./bench/pgapply                      # 1,000,000 changes (pgbench simple-update over scale 10)
-//	go run ./bench/pgapply -changes 100000      # a quick run
+//	go run ./bench/pgapply                      # 100,000 then 1,000,000 changes (pgbench simple-update over scale 10)
+//	go run ./bench/pgapply -quick               # 100,000 changes only (a few minutes)
+//	go run ./bench/pgapply -changes 300000      # one size
 //	go run ./bench/pgapply -rounds 5            # medians of 5 rounds (default 3)
-//	go run ./bench/pgapply -pg postgres://…     # on an existing server (needs wal_level=logical)
+//	go run ./bench/pgapply -pg postgres://…     # on an existing server (needs wal_level=logical); -keep keeps the prepared database
+//	go run ./bench/pgapply -serverlog DIR       # keep the server log: every statement's duration, auto_explain of those over 200 ms
+//
+// It prints, per size, a table of medians (min–max) and, at the end, one
+// line per goal for a collector program:
+// SUMMARY<TAB>path<TAB>ratio median<TAB>min<TAB>max<TAB>baseline<TAB>peak RSS MB of sluice,
+// the ratio being sluice's speed over the baseline's in the same round.
 //
 // Without -pg it starts a throw-away cluster (initdb/pg_ctl, as the
 // postgres OS user when run as root) on a free port with wal_level=logical
@@ -60,6 +67,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -75,7 +83,10 @@ import (
 
 var (
 	pgURL   = flag.String("pg", "", "server URL (wal_level=logical); default: a throw-away cluster")
-	changes = flag.Int("changes", 1_000_000, "pending changes (pgbench account updates)")
+	changes = flag.Int("changes", 0, "pending changes (pgbench account updates); default: 100,000, then 1,000,000 (-quick: 100,000)")
+	quick   = flag.Bool("quick", false, "100,000 changes only (about 2 minutes)")
+	keep    = flag.Bool("keep", false, "with -pg: keep the prepared source database (pending changes, stream, replica) for experiments; its name is printed")
+	logDir  = flag.String("serverlog", "", "keep the throw-away cluster's server log, with every statement's duration (log_min_duration_statement = 0), in this directory")
 	scale   = flag.Int("scale", 10, "pgbench scale (100,000 accounts each)")
 	clients = flag.Int("clients", 4, "pgbench clients generating the changes")
 	batches = flag.String("batches", "10000,100000", "batch sizes of the cross-database runs")
@@ -225,7 +236,21 @@ func parent(ctx context.Context) (err error) {
 	where := base
 	if base == "" {
 		var stop func()
-		base, stop, err = pgcluster.Start(ctx, clusterSettings)
+		settings := clusterSettings
+		if *logDir != "" {
+			d, err := filepath.Abs(*logDir)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(d, 0o777); err != nil {
+				return err
+			}
+			_ = os.Chmod(d, 0o777) // the server may run as the postgres OS user
+			settings = append(slices.Clone(settings), "logging_collector=on", "log_directory="+d, "log_filename=postgresql.log",
+				"log_min_duration_statement=0", "log_line_prefix=%m_%d_%p_",
+				"session_preload_libraries=auto_explain", "auto_explain.log_min_duration=200ms", "auto_explain.log_analyze=on", "auto_explain.log_buffers=on")
+		}
+		base, stop, err = pgcluster.Start(ctx, settings)
 		if err != nil {
 			return err
 		}
@@ -244,28 +269,92 @@ func parent(ctx context.Context) (err error) {
 	if walLevel != "logical" {
 		return fmt.Errorf("wal_level is %s on %s; logical replication needs logical (run without -pg to use a throw-away cluster)", walLevel, *pgURL)
 	}
+	sizes := []int{100_000, 1_000_000}
+	switch {
+	case *changes > 0:
+		sizes = []int{*changes}
+	case *quick:
+		sizes = []int{100_000}
+	}
+	fmt.Printf("server: PostgreSQL %s, %s\n", version, where)
+	fmt.Printf("load average at start: %s\n", loadAvg())
+	var sums []summary
+	for _, n := range sizes {
+		s, err := measure(ctx, base, admin, pgbench, n)
+		if err != nil {
+			return err
+		}
+		sums = append(sums, s...)
+	}
+	fmt.Printf("\nload average at end: %s\n", loadAvg())
+	for _, s := range sums {
+		fmt.Printf("SUMMARY\t%s\t%.3f\t%.3f\t%.3f\t%s\t%d\n", s.path, s.med, s.lo, s.hi, s.baseline, s.rssMB)
+	}
+	return nil
+}
+
+// summary is one goal row of the bench (the SUMMARY lines): sluice's
+// speed over the baseline's, median and range over the rounds, and
+// sluice's peak RSS in MB.
+type summary struct {
+	path, baseline string
+	med, lo, hi    float64
+	rssMB          int64
+}
+
+// loadAvg returns /proc/loadavg's three load averages ("?" if unknown).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// sizeName is n changes as a short name (100k, 1M).
+func sizeName(n int) string {
+	switch {
+	case n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n%1_000 == 0:
+		return fmt.Sprintf("%dk", n/1_000)
+	}
+	return strconv.Itoa(n)
+}
+
+// measure prepares n pending changes in databases of their own and runs
+// the contenders on them; it prints the table and returns the goal rows.
+func measure(ctx context.Context, base string, admin *pgx.Conn, pgbench string, nChanges int) (sums []summary, err error) {
 	var rb [4]byte
 	_, _ = rand.Read(rb[:])
 	b := &bench{base: base, admin: admin, prefix: "sluice_bench_" + hex.EncodeToString(rb[:]) + "_"}
 	defer func() {
 		for _, db := range b.dbs {
+			if *keep && *pgURL != "" && db == b.prefix+"src" {
+				fmt.Printf("kept the prepared source database %s\n", db)
+				continue
+			}
 			if e := b.dropDB(context.WithoutCancel(ctx), db); e != nil && err == nil {
 				err = e
 			}
 		}
 	}()
+	fmt.Printf("\n=== %d changes ===\n", nChanges)
 	src, sinkTpl, lr := b.prefix+"src", b.prefix+"sinktpl", b.prefix+"lr"
 	for _, db := range []string{src, sinkTpl, lr} {
 		if err := b.createDB(ctx, db, ""); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	fmt.Printf("server: PostgreSQL %s, %s\n", version, where)
 
 	// The table and its replicas as of the stream's creation.
 	t0 := time.Now()
 	if out, err := exec.CommandContext(ctx, pgbench, "-i", "-s", strconv.Itoa(*scale), "-q", b.url(src)).CombinedOutput(); err != nil {
-		return fmt.Errorf("pgbench -i: %v\n%s", err, out)
+		return nil, fmt.Errorf("pgbench -i: %v\n%s", err, out)
 	}
 	const accountsDDL = `(aid integer PRIMARY KEY, bid integer, abalance integer, filler character(84))`
 	if err := execAll(ctx, b.url(src),
@@ -274,32 +363,32 @@ func parent(ctx context.Context) (err error) {
 		`INSERT INTO replica SELECT aid, bid, abalance, filler FROM pgbench_accounts`,
 		`CREATE TABLE bench_marker (id integer PRIMARY KEY)`,
 	); err != nil {
-		return err
+		return nil, err
 	}
 	if err := execAll(ctx, b.url(sinkTpl), `CREATE TABLE replica `+accountsDDL); err != nil {
-		return err
+		return nil, err
 	}
 	if err := execAll(ctx, b.url(lr), `CREATE TABLE pgbench_accounts `+accountsDDL, `CREATE TABLE bench_marker (id integer PRIMARY KEY)`); err != nil {
-		return err
+		return nil, err
 	}
 	copyOut := `COPY pgbench_accounts (aid, bid, abalance, filler) TO STDOUT`
 	if err := copyTable(ctx, b.url(src), copyOut, b.url(sinkTpl), `COPY replica FROM STDIN`); err != nil {
-		return err
+		return nil, err
 	}
 	if err := copyTable(ctx, b.url(src), copyOut, b.url(lr), `COPY pgbench_accounts FROM STDIN`); err != nil {
-		return err
+		return nil, err
 	}
 	if err := execAll(ctx, b.url(sinkTpl), `VACUUM ANALYZE replica`); err != nil {
-		return err
+		return nil, err
 	}
 	if err := execAll(ctx, b.url(lr), `VACUUM ANALYZE pgbench_accounts`); err != nil {
-		return err
+		return nil, err
 	}
 	if err := sluiceSQL(ctx, b.url(src), `
 ALTER TABLE pgbench_accounts SET PROPERTIES ('change_tracking' = 'true');
 CREATE TABLE STREAM accounts_stream ON TABLE pgbench_accounts WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');
 `); err != nil {
-		return err
+		return nil, err
 	}
 	// Logical replication from here: the slot is created before the
 	// changes (in its own statement: a subscription to the same cluster
@@ -310,83 +399,83 @@ CREATE TABLE STREAM accounts_stream ON TABLE pgbench_accounts WITH PROPERTIES ('
 		`CREATE PUBLICATION bench_pub FOR TABLE pgbench_accounts, bench_marker`,
 		fmt.Sprintf(`SELECT pg_create_logical_replication_slot('%s', 'pgoutput')`, slot),
 	); err != nil {
-		return err
+		return nil, err
 	}
 	defer execAll(context.WithoutCancel(ctx), b.url(src), fmt.Sprintf(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '%s'`, slot))
 	if err := execAll(ctx, b.url(lr), fmt.Sprintf(`CREATE SUBSCRIPTION bench_sub CONNECTION '%s' PUBLICATION bench_pub
 		WITH (create_slot = false, slot_name = '%s', copy_data = false, enabled = false)`, b.url(src), slot)); err != nil {
-		return err
+		return nil, err
 	}
 	defer execAll(context.WithoutCancel(ctx), b.url(lr), `ALTER SUBSCRIPTION bench_sub DISABLE`, `ALTER SUBSCRIPTION bench_sub SET (slot_name = NONE)`, `DROP SUBSCRIPTION bench_sub`)
 	fmt.Printf("prepared pgbench scale %d, replicas, stream, publication in %s\n", *scale, time.Since(t0).Round(time.Millisecond))
 
 	// The changes.
-	perClient := (*changes + *clients - 1) / *clients
+	perClient := (nChanges + *clients - 1) / *clients
 	t0 = time.Now()
 	gen := exec.CommandContext(ctx, pgbench, "-n", "-M", "prepared", "-b", "simple-update", "-c", strconv.Itoa(*clients), "-j", "2", "-t", strconv.Itoa(perClient), b.url(src))
 	if out, err := gen.CombinedOutput(); err != nil {
-		return fmt.Errorf("pgbench: %v\n%s", err, out)
+		return nil, fmt.Errorf("pgbench: %v\n%s", err, out)
 	}
 	genTime := time.Since(t0)
 	n, err := queryString(ctx, b.url(src), `SELECT count(*)::text FROM sluice.log_pgbench_accounts WHERE __op IN ('A', 'U')`)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	total, _ := strconv.ParseFloat(n, 64)
 	keys, err := queryString(ctx, b.url(src), `SELECT count(DISTINCT aid)::text FROM sluice.log_pgbench_accounts`)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := execAll(ctx, b.url(src), `INSERT INTO bench_marker VALUES (1)`); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Printf("generated %s pending changes (%s distinct keys; pgbench simple-update, %d clients, one UPDATE per transaction) in %s (%.0f tps with capture)\n",
 		n, keys, *clients, genTime.Round(time.Millisecond), total/genTime.Seconds())
 	want, err := queryString(ctx, b.url(src), fmt.Sprintf(sumSQL, "pgbench_accounts"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	// Logical replication catch-up.
 	lrc, err := pgx.Connect(ctx, b.url(lr))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t0 = time.Now()
 	if _, err := lrc.Exec(ctx, `ALTER SUBSCRIPTION bench_sub ENABLE`); err != nil {
 		lrc.Close(ctx)
-		return err
+		return nil, err
 	}
 	for {
 		var ok bool
 		if err := lrc.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM bench_marker)`).Scan(&ok); err != nil {
 			lrc.Close(ctx)
-			return err
+			return nil, err
 		}
 		if ok {
 			break
 		}
 		if time.Since(t0) > time.Hour {
 			lrc.Close(ctx)
-			return errors.New("logical replication did not catch up within an hour")
+			return nil, errors.New("logical replication did not catch up within an hour")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	lrTime := time.Since(t0)
 	lrc.Close(ctx)
 	if got, err := queryString(ctx, b.url(lr), fmt.Sprintf(sumSQL, "pgbench_accounts")); err != nil {
-		return err
+		return nil, err
 	} else if got != want {
-		return fmt.Errorf("logical replication: the subscriber's pgbench_accounts differs from the publisher's")
+		return nil, fmt.Errorf("logical replication: the subscriber's pgbench_accounts differs from the publisher's")
 	}
 	fmt.Printf("logical replication caught up in %s\n", lrTime.Round(time.Millisecond))
 	if err := execAll(ctx, b.url(lr), `ALTER SUBSCRIPTION bench_sub DISABLE`); err != nil {
-		return err
+		return nil, err
 	}
 	// Fresh statistics and a clean visibility map for every contender (what
 	// autovacuum would do), then copies of the prepared state.
 	if err := execAll(ctx, b.url(src), `VACUUM ANALYZE`); err != nil {
-		return err
+		return nil, err
 	}
 
 	type row struct {
@@ -405,7 +494,7 @@ CREATE TABLE STREAM accounts_stream ON TABLE pgbench_accounts WITH PROPERTIES ('
 	for _, f := range strings.Split(*batches, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
-			return fmt.Errorf("-batches: %q is not a batch size", f)
+			return nil, fmt.Errorf("-batches: %q is not a batch size", f)
 		}
 		bs = append(bs, n)
 		runs = append(runs, run{"cross", n})
@@ -418,30 +507,30 @@ CREATE TABLE STREAM accounts_stream ON TABLE pgbench_accounts WITH PROPERTIES ('
 		for i, r := range runs {
 			c, s := fmt.Sprintf("%sc%d", b.prefix, i), fmt.Sprintf("%ss%d", b.prefix, i)
 			if err := b.createDB(ctx, c, src); err != nil {
-				return err
+				return nil, err
 			}
 			dst := ""
 			if r.mode == "cross" {
 				if err := b.createDB(ctx, s, sinkTpl); err != nil {
-					return err
+					return nil, err
 				}
 				dst = b.url(s)
 			}
 			if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
-				return err
+				return nil, err
 			}
 			res, rss, err := child(r.mode, b.url(c), dst, r.batch)
 			if err != nil {
-				return fmt.Errorf("%s: %w", r.mode, err)
+				return nil, fmt.Errorf("%s: %w", r.mode, err)
 			}
 			where := b.url(c)
 			if dst != "" {
 				where = dst
 			}
 			if got, err := queryString(ctx, where, fmt.Sprintf(sumSQL, "replica")); err != nil {
-				return err
+				return nil, err
 			} else if got != want {
-				return fmt.Errorf("%s: the replica differs from pgbench_accounts", r.mode)
+				return nil, fmt.Errorf("%s: the replica differs from pgbench_accounts", r.mode)
 			}
 			times[key(r)] = append(times[key(r)], res.Seconds)
 			if r.mode == "hand" {
@@ -450,7 +539,7 @@ CREATE TABLE STREAM accounts_stream ON TABLE pgbench_accounts WITH PROPERTIES ('
 			peak[key(r)] = max(peak[key(r)], rss)
 			for _, db := range []string{c, s} {
 				if err := b.dropDB(ctx, db); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
@@ -488,12 +577,31 @@ CREATE TABLE STREAM accounts_stream ON TABLE pgbench_accounts WITH PROPERTIES ('
 		fmt.Printf("%-72s %9.2f %13s %11.0f %9s %8.2fx %8.2fx\n", r.name, r.seconds, fmt.Sprintf("%.2f–%.2f", r.lo, r.hi), rate(r.seconds), rss, hand/r.seconds, lrTime.Seconds()/r.seconds)
 	}
 	fmt.Println()
-	fmt.Printf("goal (a) pushed down ≥ 0.9× the hand-written MERGE: %.2fx (%.2fx against MERGE + log purge; %.2fx against the hand-written STANDARD net-change MERGE)\n", hand/push, handPurge/push, handNet/push)
+	// Per round, sluice's speed over the baseline's: the contenders of a
+	// round ran one after the other, so a round's ratio shares its load.
+	ratios := func(base, sl []float64) (med, lo, hi float64) {
+		var rs []float64
+		for i := range min(len(base), len(sl)) {
+			rs = append(rs, base[i]/sl[i])
+		}
+		return stat(rs)
+	}
+	pm, pl, ph := ratios(times["hand/0"], times["push/0"])
+	fmt.Printf("goal: pushed down ≥ 0.8× the hand-written MERGE: %.2fx (rounds %.2f–%.2f; %.2fx against MERGE + log purge; %.2fx against the hand-written STANDARD net-change MERGE)\n", pm, pl, ph, handPurge/push, handNet/push)
+	sums = append(sums, summary{path: "PostgreSQL pushdown, " + sizeName(nChanges) + " changes", baseline: "hand-written MERGE", med: pm, lo: pl, hi: ph, rssMB: peak["push/0"] / 1024})
 	for i, s := range cross {
-		fmt.Printf("goal (b) other database ≥ 2.5× logical replication's catch-up: %.2fx (batches of %d)\n", lrTime.Seconds()/s, bs[i])
+		k := key(run{"cross", bs[i]})
+		lrs := make([]float64, len(times[k]))
+		for j := range lrs {
+			lrs[j] = lrTime.Seconds()
+		}
+		m, lo, hi := ratios(lrs, times[k])
+		fmt.Printf("goal: other database ≥ 2.5× logical replication's catch-up: %.2fx (batches of %d; median %.2f s)\n", m, bs[i], s)
+		sums = append(sums, summary{path: fmt.Sprintf("PostgreSQL → PostgreSQL other database, batches of %d, %s changes", bs[i], sizeName(nChanges)),
+			baseline: "logical replication catch-up", med: m, lo: lo, hi: hi, rssMB: peak[k] / 1024})
 	}
 	fmt.Println("every replica equals pgbench_accounts (count and checksum of all columns)")
-	return nil
+	return sums, nil
 }
 
 // child runs one contender in a child process and returns its result and

@@ -4,8 +4,18 @@
 // reads the same records and discards them (the ceiling), and prints
 // records per second, peak RSS and the ratio.
 //
-//	go run ./bench/tablestore                          # 1,000,000 records over 200,000 keys, 4 shards
-//	go run ./bench/tablestore -records 100000 -keys 20000
+//	go run ./bench/tablestore                          # 1,000,000 records over 200,000 keys, 4 shards, 3 rounds
+//	go run ./bench/tablestore -quick                   # 300,000 records over 60,000 keys (about a minute on a quiet machine)
+//	go run ./bench/tablestore -records 100000 -keys 20000 -rounds 5 -cpuprofile sluice.prof
+//
+// The raw loop and sluice alternate over -rounds rounds; the table shows
+// medians (fastest–slowest) and the load average, every round checks the
+// SQLite target against the fake's final table (each key's every column,
+// and a hash of all columns of all rows), and a last line for a collector
+// program reads SUMMARY<TAB>path<TAB>ratio median<TAB>min<TAB>max<TAB>baseline<TAB>sluice's
+// peak RSS MB (the consume phase's high-water mark with -fake-apart, the
+// default; the ratio is sluice's records/s over the raw loop's in the same
+// round).
 //
 // The records are written with BatchWriteRow, 200 rows per call: a PutRow
 // for each key first, then a deterministic random mix of PutRow (replacing
@@ -46,13 +56,16 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -60,6 +73,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,7 +106,10 @@ var (
 	keys    = flag.Int("keys", 200_000, "distinct primary keys")
 	shards  = flag.Int("shards", 4, "shards of the table's stream")
 	batch   = flag.Int("batch", runner.DefaultBatchSize, "batch size of the sluice run")
-	apart   = flag.Bool("fake-apart", false, "serve each contender's fake server from a separate process (a grandchild), so the contender's RSS is its own")
+	apart   = flag.Bool("fake-apart", true, "serve each contender's fake server from a separate process (a grandchild), so the contender's RSS is its own; false: in the contender's process")
+	rounds  = flag.Int("rounds", 3, "rounds; each runs the raw loop and sluice in turn, the table shows medians")
+	quick   = flag.Bool("quick", false, "300,000 records over 60,000 keys (about a minute)")
+	cpuprof = flag.String("cpuprofile", "", "write the CPU profile of the sluice run of the last round to this file")
 	mode    = flag.String("mode", "", "internal: run one child (fake, raw, sluice, serve)")
 	dir     = flag.String("dir", "", "internal: scratch directory of the sluice child")
 )
@@ -104,6 +122,7 @@ type result struct {
 	ConsumeKB    int64   `json:"consume_kb"` // VmHWM of the consume phase (0 if unknown)
 	Verified     int     `json:"verified"`   // keys compared (sluice)
 	Present      int     `json:"present"`    // rows present in the fake's final state
+	Hash         string  `json:"hash"`       // of all columns of every row, equal on both sides (sluice)
 	Note         string  `json:"note,omitempty"`
 }
 
@@ -125,6 +144,9 @@ func main() {
 }
 
 func parent() error {
+	if *quick {
+		*records, *keys = 300_000, 60_000
+	}
 	d, err := os.MkdirTemp("", "sluice-bench-ots-")
 	if err != nil {
 		return err
@@ -132,60 +154,118 @@ func parent() error {
 	defer os.RemoveAll(d)
 	fmt.Printf("%d records over %d keys, %d shards, BatchWriteRow 200 rows per call; each child builds its own fake server\n",
 		*records, *keys, *shards)
-	type row struct {
-		name string
-		res  result
-		rss  int64
+	fmt.Printf("load average at start: %s\n", loadAvg())
+	fake, fakeRSS, err := child("fake", d, "")
+	if err != nil {
+		return fmt.Errorf("fake: %w", err)
 	}
-	var rows []row
-	for _, m := range []string{"fake", "raw", "sluice"} {
-		res, rss, err := child(m, d)
-		if err != nil {
-			return fmt.Errorf("%s: %w", m, err)
-		}
-		rows = append(rows, row{m, res, rss})
-		if m == "fake" {
-			fmt.Printf("fake built in %.1fs\n", res.BuildSeconds)
+	fmt.Printf("fake built in %.1fs\n", fake.BuildSeconds)
+	type runs struct {
+		res []result
+		rss []int64
+	}
+	got := map[string]*runs{"raw": {}, "sluice": {}}
+	n := max(*rounds, 1)
+	for round := range n {
+		for _, m := range []string{"raw", "sluice"} {
+			prof := ""
+			if m == "sluice" && round == n-1 {
+				prof = *cpuprof
+			}
+			res, rss, err := child(m, d, prof)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m, err)
+			}
+			got[m].res = append(got[m].res, res)
+			got[m].rss = append(got[m].rss, rss)
 		}
 	}
 	names := map[string]string{
-		"fake":   "fake server alone (build only)",
 		"raw":    "seed's raw SDK loop (records discarded)",
 		"sluice": fmt.Sprintf("sluice run → SQLite merge (batch %d)", *batch),
 	}
 	fmt.Println()
-	fmt.Printf("%-42s %9s %11s %10s %10s %10s %8s\n", "contender", "seconds", "records/s", "peak RSS", "base", "consume pk", "ratio")
-	raw := float64(rows[1].res.Records) / rows[1].res.Seconds
-	for _, r := range rows {
-		if r.name == "fake" {
-			fmt.Printf("%-42s %9s %11s %8dMB %10s %10s %8s\n", names[r.name], "-", "-", r.rss/1024, "-", "-", "-")
-			continue
-		}
-		rps := float64(r.res.Records) / r.res.Seconds
-		fmt.Printf("%-42s %9.2f %11.0f %8dMB %8dMB %8dMB %7.2fx\n", names[r.name], r.res.Seconds, rps, r.rss/1024,
-			r.res.BaseKB/1024, r.res.ConsumeKB/1024, rps/raw)
+	fmt.Printf("medians of %d rounds (raw and sluice in turn); range: fastest and slowest round\n", n)
+	fmt.Printf("%-42s %9s %13s %11s %10s %10s %10s %8s\n", "contender", "seconds", "range", "records/s", "peak RSS", "base", "consume pk", "ratio")
+	fmt.Printf("%-42s %9s %13s %11s %8dMB %10s %10s %8s\n", "fake server alone (build only)", "-", "-", "-", fakeRSS/1024, "-", "-", "-")
+	rate := func(r result) float64 { return float64(r.Records) / r.Seconds }
+	var ratios []float64
+	for i := range n {
+		ratios = append(ratios, rate(got["sluice"].res[i])/rate(got["raw"].res[i]))
 	}
-	s := rows[2].res
-	fmt.Printf("\nsluice/raw ratio: %.3f\n", (float64(s.Records)/s.Seconds)/raw)
-	fmt.Printf("correctness: SQLite orders_copy equals the fake's final table (GetRow on all %d keys; %d rows present)\n", s.Verified, s.Present)
+	rawMed, _, _ := median(secondsOf(got["raw"].res))
+	for _, m := range []string{"raw", "sluice"} {
+		r := got[m]
+		med, lo, hi := median(secondsOf(r.res))
+		rss, base, consume := slices.Max(r.rss), int64(0), int64(0)
+		for _, x := range r.res {
+			base, consume = max(base, x.BaseKB), max(consume, x.ConsumeKB)
+		}
+		fmt.Printf("%-42s %9.2f %13s %11.0f %8dMB %8dMB %8dMB %7.2fx\n", names[m], med, fmt.Sprintf("%.2f–%.2f", lo, hi),
+			float64(*records)/med, rss/1024, base/1024, consume/1024, rawMed/med)
+	}
+	rm, rl, rh := median(ratios)
+	fmt.Printf("\nsluice/raw ratio: %.3f (rounds %.3f–%.3f)\n", rm, rl, rh)
+	s := got["sluice"].res[n-1]
+	fmt.Printf("correctness, every round: SQLite orders_copy equals the fake's final table in every column (GetRow on all %d keys; %d rows present; hash of all columns %s)\n", s.Verified, s.Present, s.Hash)
 	if *apart {
 		fmt.Println("fake servers in separate processes: base and consume pk are the contenders' own; peak RSS is max(contender, its fake's process)")
 	} else {
 		fmt.Println("fake servers in process: base ≈ the fake; consume pk includes the fake and the GC headroom its heap causes")
 	}
-	for _, r := range rows {
-		if r.res.Note != "" {
-			fmt.Printf("%s: %s\n", r.name, r.res.Note)
+	if s.Note != "" {
+		fmt.Printf("sluice: %s\n", s.Note)
+	}
+	fmt.Printf("load average at end: %s\n", loadAvg())
+	// The contender's own peak: with the fake apart, the consume phase's
+	// high-water mark (the wait4 maxrss is the larger of the contender and
+	// its fake's process).
+	var own int64
+	for i, x := range got["sluice"].res {
+		if *apart && x.ConsumeKB > 0 {
+			own = max(own, x.ConsumeKB)
+		} else {
+			own = max(own, got["sluice"].rss[i])
 		}
 	}
+	fmt.Printf("SUMMARY\tTablestore → SQLite merge, %d records\t%.3f\t%.3f\t%.3f\traw SDK loop\t%d\n", *records, rm, rl, rh, own/1024)
 	return nil
+}
+
+func secondsOf(rs []result) []float64 {
+	var out []float64
+	for _, r := range rs {
+		out = append(out, r.Seconds)
+	}
+	return out
+}
+
+// median returns the median, minimum and maximum of xs.
+func median(xs []float64) (med, lo, hi float64) {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	n := len(xs)
+	return (xs[(n-1)/2] + xs[n/2]) / 2, xs[0], xs[n-1]
+}
+
+// loadAvg returns /proc/loadavg's three load averages ("?" if unknown).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // child runs one mode in a child process and returns its result and peak
 // RSS (getrusage maxrss, KiB).
-func child(m, d string) (result, int64, error) {
+func child(m, d, prof string) (result, int64, error) {
 	cmd := exec.Command(os.Args[0], "-mode", m, "-dir", d, "-fake-apart="+strconv.FormatBool(*apart), "-records", fmt.Sprint(*records),
-		"-keys", fmt.Sprint(*keys), "-shards", fmt.Sprint(*shards), "-batch", fmt.Sprint(*batch))
+		"-keys", fmt.Sprint(*keys), "-shards", fmt.Sprint(*shards), "-batch", fmt.Sprint(*batch), "-cpuprofile", prof)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -254,7 +334,18 @@ func childMain(ctx context.Context, m string) (result, error) {
 	case "raw":
 		res.Records, err = rawLoop(ep)
 	case "sluice":
+		if *cpuprof != "" {
+			f, perr := os.Create(*cpuprof)
+			if perr != nil {
+				return result{}, perr
+			}
+			defer f.Close()
+			if perr := pprof.StartCPUProfile(f); perr != nil {
+				return result{}, perr
+			}
+		}
 		res.Records, err = sluiceRun(ctx, ep)
+		pprof.StopCPUProfile()
 	default:
 		err = fmt.Errorf("unknown mode %q", m)
 	}
@@ -269,7 +360,7 @@ func childMain(ctx context.Context, m string) (result, error) {
 		return result{}, fmt.Errorf("read %d records, want %d", res.Records, *records)
 	}
 	if m == "sluice" {
-		res.Verified, res.Present, err = verify(ctx, ep)
+		res.Verified, res.Present, res.Hash, err = verify(ctx, ep)
 		if err != nil {
 			return result{}, fmt.Errorf("verify: %w", err)
 		}
@@ -525,16 +616,16 @@ func centsOf(s string) (int64, error) {
 
 // verify compares every key's row in the SQLite target with GetRow on the
 // fake. It returns the keys compared and the rows present.
-func verify(ctx context.Context, ep endpoint) (int, int, error) {
+func verify(ctx context.Context, ep endpoint) (int, int, string, error) {
 	d, err := sql.Open("sqlite", filepath.Join(*dir, "copy.db"))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	defer d.Close()
 	got := map[int64]cells{}
 	rows, err := d.QueryContext(ctx, `SELECT id, customer, qty, CAST(price AS TEXT), paid FROM orders_copy`)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	for rows.Next() {
 		var id int64
@@ -543,7 +634,7 @@ func verify(ctx context.Context, ep endpoint) (int, int, error) {
 		var paid sql.NullBool
 		if err := rows.Scan(&id, &cust, &qty, &pr, &paid); err != nil {
 			rows.Close()
-			return 0, 0, err
+			return 0, 0, "", err
 		}
 		var c cells
 		if cust.Valid {
@@ -556,7 +647,7 @@ func verify(ctx context.Context, ep endpoint) (int, int, error) {
 			v, err := centsOf(pr.String)
 			if err != nil {
 				rows.Close()
-				return 0, 0, fmt.Errorf("id %d: price %q: %w", id, pr.String, err)
+				return 0, 0, "", fmt.Errorf("id %d: price %q: %w", id, pr.String, err)
 			}
 			c.cents = &v
 		}
@@ -567,7 +658,7 @@ func verify(ctx context.Context, ep endpoint) (int, int, error) {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 
 	c := sdkClient(ep)
@@ -577,12 +668,13 @@ func verify(ctx context.Context, ep endpoint) (int, int, error) {
 		got  string
 	}
 	var (
-		mu      sync.Mutex
-		bad     []mismatch
-		present int
-		firstE  error
-		wg      sync.WaitGroup
-		next    = make(chan int64, 1024)
+		mu       sync.Mutex
+		bad      []mismatch
+		present  int
+		fakeRows = map[int64]cells{}
+		firstE   error
+		wg       sync.WaitGroup
+		next     = make(chan int64, 1024)
 	)
 	for range 8 {
 		wg.Add(1)
@@ -628,6 +720,7 @@ func verify(ctx context.Context, ep endpoint) (int, int, error) {
 				switch {
 				case exists:
 					present++
+					fakeRows[id] = want
 					if !ok {
 						bad = append(bad, mismatch{id, want.String(), "(missing)"})
 					} else if !g.equal(want) {
@@ -646,7 +739,7 @@ func verify(ctx context.Context, ep endpoint) (int, int, error) {
 	close(next)
 	wg.Wait()
 	if firstE != nil {
-		return 0, 0, firstE
+		return 0, 0, "", firstE
 	}
 	for id := range got {
 		if id < 0 || id >= int64(*keys) {
@@ -658,7 +751,24 @@ func verify(ctx context.Context, ep endpoint) (int, int, error) {
 		for _, m := range bad[:min(5, len(bad))] {
 			msg += fmt.Sprintf("\n  id %d: fake %s, sqlite %s", m.id, m.want, m.got)
 		}
-		return 0, 0, errors.New(msg)
+		return 0, 0, "", errors.New(msg)
 	}
-	return *keys, present, nil
+	// Both tables as one hash of all columns of every row, in key order:
+	// equal hashes say the tables are equal in every column's content.
+	hg, hf := tableHash(got), tableHash(fakeRows)
+	if hg != hf {
+		return 0, 0, "", fmt.Errorf("hash of all columns: SQLite %s, fake %s", hg, hf)
+	}
+	return *keys, present, hg, nil
+}
+
+// tableHash is the SHA-256 of the rows (id and every column, NULL apart
+// from any value) in id order, as hex.
+func tableHash(rows map[int64]cells) string {
+	ids := slices.Sorted(maps.Keys(rows))
+	h := sha256.New()
+	for _, id := range ids {
+		fmt.Fprintf(h, "%d\t%s\n", id, rows[id])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

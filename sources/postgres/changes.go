@@ -68,6 +68,13 @@ type queryOptions struct {
 	// for a caller that does not use it: the window pass then neither
 	// reads nor sorts the log's __ts.
 	noTimestamp bool
+	// noVersion outputs NULL as the __commit_version of a STANDARD read
+	// from an offset without UPDATE_BEFORE ordered by the key (afterOnly,
+	// keyOrdered) and without a seq base, for a caller that does not use
+	// it: the window then
+	// needs no transaction's last __seq (__tmax, a window pass over the
+	// log sorted by __txid) and no rank.
+	noVersion bool
 	// fromTable takes a STANDARD read from an offset without
 	// UPDATE_BEFORE (afterOnly) from the first log row per key and the
 	// table itself, ordered by the key, with NULL versions and times
@@ -129,6 +136,13 @@ func countOmittedBefore(read map[cdc.Op]int64) {
 	}
 }
 
+// unversioned reports whether a STANDARD read from an offset with o
+// leaves __commit_version NULL (noVersion). A read given a seq base (a
+// bound parameter) keeps its versions: its statement binds the base.
+func (o queryOptions) unversioned() bool {
+	return o.noVersion && o.afterOnly && o.keyOrdered && o.base == ""
+}
+
 // usesTable reports whether a STANDARD read from an offset with o is
 // tableImagesQuery (fromTable, without UPDATE_BEFORE).
 func (o queryOptions) usesTable() bool { return o.fromTable && o.afterOnly }
@@ -168,7 +182,8 @@ func changesQuery(t *Tracked, s *runner.StreamInfo, from *Position, to Position,
 	list := strings.Join(names, ", ")
 	version := fmt.Sprintf("(%d::bigint << 32) + ", to.Batch)
 	w := windowCTE(t, from, to)
-	if !(keyOrderable(s, from) && o.usesTable()) {
+	unversioned := keyOrderable(s, from) && o.unversioned()
+	if !(keyOrderable(s, from) && o.usesTable()) && !unversioned {
 		w = versionedWindowCTE(t, from, to)
 	}
 
@@ -272,11 +287,15 @@ FROM w WHERE __op = 'I' ORDER BY __tmax, __seq`, version, o.outList(t))
 	if o.noTimestamp {
 		ts, wts = "NULL::timestamptz", "NULL::timestamptz AS __ts"
 	}
+	tmax := "w.__tmax"
+	if unversioned {
+		tmax = "NULL::bigint AS __tmax" // windowCTE: no transaction's last __seq
+	}
 	netCTE := fmt.Sprintf(`,
-x AS (SELECT w.__seq, w.__tmax, w.__op, %[5]s, %[4]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop%[2]s
+x AS (SELECT w.__seq, %[6]s, w.__op, %[5]s, %[4]s, lead(true, 1, false) OVER __k AS __more, first_value(w.__op) OVER __k AS __fop%[2]s
       FROM w WINDOW __k AS (PARTITION BY %[1]s ORDER BY w.__seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)),
 d AS (SELECT x.__seq, x.__tmax, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op IN ('I', 'A', 'U') AS __is, %[3]s
-      FROM x WHERE NOT x.__more)`, keys, firstCols, strings.Join(fz, ", "), strings.Join(wcols, ", "), wts)
+      FROM x WHERE NOT x.__more)`, keys, firstCols, strings.Join(fz, ", "), strings.Join(wcols, ", "), wts, tmax)
 	// Whether the last image differs from the first, on the columns other
 	// than the key (equal within a partition); a table of key columns
 	// only has no update that keeps its key and changes anything.
@@ -296,6 +315,9 @@ d AS (SELECT x.__seq, x.__tmax, x.__ts, x.__fop IN ('B', 'D') AS __was, x.__op I
 			order = "\nORDER BY d.__tmax, d.__seq"
 		}
 		ct := "CASE WHEN NOT d.__was THEN 'INSERT' WHEN d.__is THEN 'UPDATE_AFTER' ELSE 'DELETE' END"
+		if unversioned {
+			version, rank = "", "NULL::bigint"
+		}
 		return w + netCTE + fmt.Sprintf(`
 SELECT %[6]s AS "__change_type",
        %[1]s%[2]s AS "__commit_version", %[7]s AS "__commit_timestamp", %[3]s%[8]s

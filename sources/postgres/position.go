@@ -24,6 +24,9 @@ type Position struct {
 	// windowRows bounds the log rows of the window (max - min + 1 of its
 	// __seq), for sizing work_mem (workMemSQL); 0 when unknown.
 	windowRows int64
+	// tableRows estimates the tracked table's rows (windowTopQuery); 0
+	// when not estimated.
+	tableRows int64
 }
 
 // Xmin returns the snapshot's xmin.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -111,6 +112,9 @@ type pushdown struct {
 	after    bool    // the read leaves UPDATE_BEFORE out (queryOptions.afterOnly)
 	single   *single // the one-statement pushdown, when the plan qualifies
 	steps    []plan.Step
+	// tableRead: the last run's one statement read the images from the
+	// table (pushdown.fromTable), for tests.
+	tableRead atomic.Bool
 }
 
 // noVersions reports whether the run's read reports no __commit_version
@@ -205,8 +209,12 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 	// the apply, then the checkpoint (exactly what Run executes).
 	pd.steps = append(pd.steps, pd.sink.AttachSteps()...)
 	if pd.single != nil {
-		o := pd.singleOptions(s, fp, readBase(seqVersioned(s, fp) && !pd.noVersions()))
-		pd.steps = append(pd.steps, pd.single.steps(changesQuery(tr, s, fp, to, o), o)...)
+		o := pd.singleOptions(s, fp, readBase(seqVersioned(s, fp) && !pd.noVersions()), true)
+		small := ""
+		if pd.noVersions() && keyOrderable(s, fp) {
+			small = changesQuery(tr, s, fp, to, pd.singleOptions(s, fp, "", false))
+		}
+		pd.steps = append(pd.steps, pd.single.steps(changesQuery(tr, s, fp, to, o), o, small)...)
 	} else {
 		pd.steps = append(pd.steps,
 			read,
@@ -390,11 +398,11 @@ func (pd *pushdown) finish(ctx context.Context, tx pgx.Tx, stx *sinkpg.Tx, job s
 
 // singleOptions are the options of the one statement's read from fp
 // with seq base base (readBase): single.readOptions where keyOrderable
-// allows them.
-func (pd *pushdown) singleOptions(s *runner.StreamInfo, fp *Position, base string) queryOptions {
+// allows them, from the table with fromTable (pushdown.fromTable).
+func (pd *pushdown) singleOptions(s *runner.StreamInfo, fp *Position, base string, fromTable bool) queryOptions {
 	o := queryOptions{base: base, afterOnly: pd.after, native: true}
 	if keyOrderable(s, fp) {
-		o = pd.single.readOptions(o)
+		o = pd.single.readOptions(o, fromTable)
 	}
 	return o
 }
@@ -420,7 +428,8 @@ func (pd *pushdown) runSingle(ctx context.Context, tx pgx.Tx, t *Tracked, s *run
 	if _, err := tx.Exec(ctx, "SAVEPOINT sluice_single"); err != nil {
 		return nil, nil, err
 	}
-	o := pd.singleOptions(s, fp, readBase(seqBase))
+	o := pd.singleOptions(s, fp, readBase(seqBase), pd.fromTable(toPos))
+	pd.tableRead.Store(o.usesTable())
 	rn, wn, err := pd.single.run(ctx, tx, changesQuery(t, s, fp, toPos, o), args, o, toPos.windowRows)
 	if err != nil {
 		var pe *pgconn.PgError

@@ -205,15 +205,38 @@ func (pd *pushdown) compileSingle(merge func(relation, countIdle string) (string
 
 // readOptions sets, in o, what the one statement asks of a read that
 // keyOrderable allows: ordered by the key, counting its rows, without
-// __commit_timestamp when the job does not use it, and, when it uses
-// neither that nor __commit_version, with the images at the read point
-// taken from the table (tableImagesQuery).
-func (s *single) readOptions(o queryOptions) queryOptions {
+// __commit_timestamp or __commit_version when the job does not use it,
+// and, with fromTable when it uses neither, with the images at the read
+// point taken from the table (tableImagesQuery).
+func (s *single) readOptions(o queryOptions, fromTable bool) queryOptions {
 	o.keyOrdered = true
 	o.counted = func(changeType string) string { return countColumn(changeType, s.readCounted) }
 	o.noTimestamp = s.noTimestamp
-	o.fromTable = s.noTimestamp && s.noVersion
+	o.noVersion = s.noVersion
+	o.fromTable = fromTable && s.noTimestamp && s.noVersion
 	return o
+}
+
+// tableReadMinShare: a run whose window holds at least 1/tableReadMinShare
+// as many log rows as the table has rows takes the images at the read
+// point from the table (tableImagesQuery), a smaller window from the log
+// (the window pass, without versions). The read from the table joins the
+// table's every row (a scan of the whole table, hashed or merged), which
+// pays off on large windows (bench/pgapply, 1M changes over a 1M-row
+// table: 4.2–4.3 s against 4.8–5.1 s over the log) and dominates small
+// ones: 100,000 changes (95k keys, 200k log rows) over the same table
+// took 11.5–13.7 s from the table (two scans of 1M rows: the table's and,
+// hashed, the target's), 8.0 s from the log (server log, auto_explain, on
+// a loaded machine; the hand-written MERGE 5.5–7.6 s).
+const tableReadMinShare = 4
+
+// fromTable reports whether the run whose read point is to takes the
+// images from the table: the job uses no version or time
+// (pushdown.noVersions) and the window's estimated log rows reach
+// 1/tableReadMinShare of the table's estimated rows (or the table's are
+// unknown).
+func (pd *pushdown) fromTable(to Position) bool {
+	return pd.noVersions() && (to.tableRows <= 0 || to.windowRows*tableReadMinShare >= to.tableRows)
 }
 
 // usesColumn reports whether p's filter or projection reads the source
@@ -254,8 +277,14 @@ func (s *single) text(read string, ordered bool) string {
 // the window's log rows must reach for a run to prefer a merge join: a
 // merge join reads the target's index across the changed keys' range, a
 // nested loop looks up each changed key, so the merge join pays off when
-// the changes are a good part of the target.
-const mergeJoinMinShare = 4 // a quarter
+// the changes are a good part of the target. On bench/pgapply's 100,000
+// changes (200k log rows, 95k keys) over a 1M-row target, the planner,
+// left alone, looked up each key (7.0 s of the MERGE on a loaded
+// machine), where the hand-written MERGE's merge join read the whole
+// index in 4.1 s: the lookups cost about as much as a merge join at a
+// tenth of the target. (It was a quarter before, which left that window
+// to the lookups.)
+const mergeJoinMinShare = 8
 
 // mergeJoinCheckSQL returns, for the target ($1, quoted name) and its
 // merge-key columns in key order ($2), the target's estimated rows and
@@ -392,8 +421,9 @@ func (s *single) run(ctx context.Context, tx pgx.Tx, read string, args []any, o 
 }
 
 // steps are the plan steps of the one statement over read, the read of
-// options o.
-func (s *single) steps(read string, o queryOptions) []plan.Step {
+// options o; small, when set, is the read of a window too small for the
+// read from the table (pushdown.fromTable).
+func (s *single) steps(read string, o queryOptions, small string) []plan.Step {
 	ordered := o.keyOrdered
 	src := func(what, sql string) plan.Step { return plan.Step{Where: "source", What: what, SQL: sql} }
 	counted := "the changes read by change type"
@@ -411,9 +441,16 @@ func (s *single) steps(read string, o queryOptions) []plan.Step {
 			src(fmt.Sprintf("the target's estimated rows, and whether an index leads with the merge keys ($1 = %s, $2 = %s)", s.target, "{"+strings.Join(s.keys, ",")+"}"), mergeJoinCheckSQL),
 			src(fmt.Sprintf("with such an index and a window of at least 1/%d as many log rows as the target's: join the key-ordered changes to the target along the index (a merge join), not by a hash of the target or a lookup per change%s", mergeJoinMinShare, sortNote(o)), joinSQL(o)))
 	}
-	return append(steps,
-		src("read the stream's changes after the offset up to the read point (one row per changed key: the merge ignores UPDATE_BEFORE, counted one per UPDATE_AFTER; $1, where present, = min(__seq) - 1 of the window), count them, and MERGE the filtered, projected net changes into the target, in one statement", s.text(read, ordered)),
-		src("the counts", readCountersSQL(s.counters)))
+	what := "read the stream's changes after the offset up to the read point (one row per changed key: the merge ignores UPDATE_BEFORE, counted one per UPDATE_AFTER; $1, where present, = min(__seq) - 1 of the window), count them, and MERGE the filtered, projected net changes into the target, in one statement"
+	if small != "" {
+		what += fmt.Sprintf(" — with the images at the read point taken from the table, when the window's log rows (estimated) reach 1/%d of the table's rows", tableReadMinShare)
+	}
+	steps = append(steps, src(what, s.text(read, ordered)))
+	if small != "" {
+		steps = append(steps, src(fmt.Sprintf("instead, when the window's log rows (estimated) are under 1/%d of the table's rows: the same statement over the read that takes every image from the log (a window pass over the window's log rows, without versions), so the table is not scanned", tableReadMinShare),
+			s.text(small, ordered)))
+	}
+	return append(steps, src("the counts", readCountersSQL(s.counters)))
 }
 
 // sortNote explains joinSQL's work_mem in a plan step.

@@ -127,8 +127,8 @@ func TestSingleCounts(t *testing.T) {
 }
 
 // TestPreferMergeJoin: the merge join is chosen only with an index that
-// leads with the merge keys in key order, and a window of at least a
-// quarter as many log rows as the target's estimated rows (1,000 here,
+// leads with the merge keys in key order, and a window of at least an
+// eighth as many log rows as the target's estimated rows (1,000 here,
 // after ANALYZE).
 func TestPreferMergeJoin(t *testing.T) {
 	b, _ := openDB(t)
@@ -163,14 +163,14 @@ func TestPreferMergeJoin(t *testing.T) {
 		window       int64
 		want         bool
 	}{
-		{"primary key, large window", `"mj_pk"`, []string{"a"}, 250, true},
-		{"primary key, small window", `"mj_pk"`, []string{"a"}, 249, false},
+		{"primary key, large window", `"mj_pk"`, []string{"a"}, 125, true},
+		{"primary key, small window", `"mj_pk"`, []string{"a"}, 124, false},
 		{"no index", `"mj_none"`, []string{"a"}, 100_000, false},
 		{"index in the other order", `"mj_ba"`, []string{"a", "b"}, 100_000, false},
 		{"index in key order", `"mj_ba"`, []string{"b", "a"}, 100_000, true},
 		{"btree index leading with the keys", `"mj_ab"`, []string{"a", "b"}, 100_000, true},
 		{"hash index only", `"mj_ab"`, []string{"v"}, 100_000, false},
-		{"reserved words", `"order"`, []string{"user"}, 250, true},
+		{"reserved words", `"order"`, []string{"user"}, 125, true},
 		{"never analyzed", `"mj_empty"`, []string{"a"}, 1, true},
 		{"no such table", `"mj_missing"`, []string{"a"}, 1, false},
 	} {

@@ -127,9 +127,9 @@ func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.Stream
 	// visible; the ones still running stay in xip. It depends on the table's
 	// changes, not on unrelated activity in the cluster.
 	var maxTxid, minSeq, maxSeq *int64
-	var estimate int64
+	var estimate, tableRows int64
 	if noVersions {
-		if err := tx.QueryRow(ctx, windowTopQuery(t, &fp, now)).Scan(&maxTxid, &estimate); err != nil {
+		if err := tx.QueryRow(ctx, windowTopQuery(t, &fp, now)).Scan(&maxTxid, &estimate, &tableRows); err != nil {
 			return nil, nil, Position{}, b.wrap(err, "read table stream %s", s.Name)
 		}
 	} else if err := tx.QueryRow(ctx, windowBoundsQuery(t, &fp, now)).Scan(&maxTxid, &minSeq, &maxSeq); err != nil {
@@ -139,7 +139,7 @@ func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.Stream
 	if maxTxid != nil && uint64(*maxTxid)+1 > xmax {
 		xmax = uint64(*maxTxid) + 1
 	}
-	to := Position{System: sys, Batch: fp.Batch, Snap: snapshotText(xmax, now.Xip()), windowRows: estimate}
+	to := Position{System: sys, Batch: fp.Batch, Snap: snapshotText(xmax, now.Xip()), windowRows: estimate, tableRows: tableRows}
 	if minSeq != nil && maxSeq != nil {
 		to.windowRows = *maxSeq - *minSeq + 1
 		if *maxSeq-*minSeq < maxSeqSpan {
@@ -168,13 +168,18 @@ func windowBoundsQuery(t *Tracked, from *Position, now Position) string {
 
 // windowTopQuery is readPointWith's query without versions: the window's
 // max(__txid) (PostgreSQL reads it from the top of the __txid index), and
-// the log's rows estimated as the planner does, from its size and its
-// rows per page at the last ANALYZE (50 per page before one).
+// the log's and the table's rows estimated as the planner does, from
+// their size and their rows per page at the last ANALYZE (50 per page
+// before one).
 func windowTopQuery(t *Tracked, from *Position, now Position) string {
+	estimate := func(rel string) string {
+		return fmt.Sprintf(`(SELECT (CASE WHEN c.relpages > 0 AND c.reltuples > 0 THEN c.reltuples / c.relpages ELSE 50 END
+          * pg_relation_size(c.oid) / current_setting('block_size')::float8)::bigint FROM pg_class c WHERE c.oid = %s::regclass)`, sinkpg.Literal(rel))
+	}
 	return fmt.Sprintf(`SELECT (SELECT max(l.__txid)::text::bigint FROM %[1]s l WHERE %[2]s),
-  (SELECT (CASE WHEN c.relpages > 0 AND c.reltuples > 0 THEN c.reltuples / c.relpages ELSE 50 END
-          * pg_relation_size(c.oid) / current_setting('block_size')::float8)::bigint FROM pg_class c WHERE c.oid = %[3]s::regclass)`,
-		t.LogRef(), WindowPredicate("l.__txid", from, now), sinkpg.Literal(t.LogRef()))
+  %[3]s,
+  %[4]s`,
+		t.LogRef(), WindowPredicate("l.__txid", from, now), estimate(t.LogRef()), estimate(sinkpg.Quote(t.Table.Name)))
 }
 
 // snapshotText renders the pg_snapshot with the given xmax whose xip list

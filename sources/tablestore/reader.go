@@ -15,6 +15,11 @@ import (
 // DefaultBatchSize is used when ReadOptions.BatchSize is not positive.
 const DefaultBatchSize = 1000
 
+// DefaultBatchBytes bounds a batch by its changes' memory (cdc.Change.Size)
+// when ReadOptions.BatchBytes is not positive: a run holds a few batches
+// at once, whatever the width of the rows.
+const DefaultBatchBytes = 8 << 20
+
 // Changes opens a read of the stream's records after from, up to the
 // moment of this call: a shard stops at its first record whose sequence
 // timestamp is later than the source clock at the call (WithClock), or when
@@ -66,8 +71,11 @@ func (s *Source) Changes(ctx context.Context, info *runner.StreamInfo, from cdc.
 	if batch <= 0 {
 		batch = DefaultBatchSize
 	}
+	if opt.BatchBytes <= 0 {
+		opt.BatchBytes = DefaultBatchBytes
+	}
 	r := &reader{
-		src: s, table: info.Table, streamID: info.ID, batch: batch,
+		src: s, table: info.Table, streamID: info.ID, batch: batch, bytes: int64(opt.BatchBytes),
 		cutoff: cutoff,
 		dec:    newDecoder(info.TableSchema, info.Table, s.log),
 		shards: map[string]*shardState{},
@@ -94,6 +102,8 @@ type reader struct {
 	table      string
 	streamID   string
 	batch      int
+	bytes      int64 // ReadOptions.BatchBytes or DefaultBatchBytes: a batch ends at this many bytes (cdc.Change.Size)
+	size       int64 // bytes of the batch being filled
 	cutoff     int64 // µs: records after it are left for a later read
 	dec        *decoder
 	list       *shardList
@@ -119,8 +129,9 @@ type shardState struct {
 	pageNext *tablestore.ShardIterator // nil: the shard ends after this page
 	pageMore bool
 
-	pending chan pageResult // prefetch of the page at pos.Iterator
-	cancel  context.CancelFunc
+	pending     chan pageResult // prefetch of the page at pendingIter
+	pendingIter string
+	cancel      context.CancelFunc
 }
 
 type pageResult struct {
@@ -158,14 +169,16 @@ func (r *reader) ReadPoint() cdc.Offset {
 	return cdc.Offset{Positions: m}
 }
 
-// Next returns up to BatchSize changes, or io.EOF when every shard is done,
-// caught up, past the cutoff or waiting for a parent.
+// Next returns up to BatchSize changes and about BatchBytes bytes, or
+// io.EOF when every shard is done, caught up, past the cutoff or waiting
+// for a parent.
 func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 	if r.closed {
 		return nil, errors.New("tablestore: read is closed")
 	}
 	out := make([]cdc.Change, 0, min(r.batch, 1024))
-	for len(out) < r.batch {
+	r.size = 0
+	for !r.full(len(out)) {
 		sh, err := r.nextShard(ctx)
 		if err != nil {
 			return nil, err
@@ -183,6 +196,11 @@ func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 	return out, nil
 }
 
+// full reports whether a batch of n changes (r.size bytes) is full.
+func (r *reader) full(n int) bool {
+	return n >= r.batch || (r.bytes > 0 && r.size >= r.bytes)
+}
+
 // Close stops prefetches. It is safe to call twice.
 func (r *reader) Close() error {
 	r.closed = true
@@ -192,12 +210,22 @@ func (r *reader) Close() error {
 	return nil
 }
 
+// dropPage forgets the loaded page and stops the prefetch.
 func (sh *shardState) dropPage() {
+	sh.stopPrefetch()
+	sh.clearPage()
+}
+
+// clearPage forgets the loaded page; a prefetch of the next one goes on.
+func (sh *shardState) clearPage() {
+	sh.loaded, sh.page, sh.idx, sh.pageNext = false, nil, 0, nil
+}
+
+func (sh *shardState) stopPrefetch() {
 	if sh.cancel != nil {
 		sh.cancel()
 	}
-	sh.pending, sh.cancel = nil, nil
-	sh.loaded, sh.page, sh.idx, sh.pageNext = false, nil, 0, nil
+	sh.pending, sh.pendingIter, sh.cancel = nil, "", nil
 }
 
 // eligible reports whether sh has something to read now.
@@ -269,7 +297,7 @@ func (r *reader) fill(ctx context.Context, sh *shardState, out *[]cdc.Change) er
 			return err
 		}
 	}
-	for sh.idx < len(sh.page) && len(*out) < r.batch {
+	for sh.idx < len(sh.page) && !r.full(len(*out)) {
 		rec := sh.page[sh.idx]
 		q := seqOf(rec.Info)
 		if !sh.pos.Last.IsZero() && q.Compare(sh.pos.Last) <= 0 {
@@ -287,6 +315,9 @@ func (r *reader) fill(ctx context.Context, sh *shardState, out *[]cdc.Change) er
 			return fmt.Errorf("table %q, shard %s, record %s: %w", r.table, sh.node.id, q, err)
 		}
 		*out = append(*out, ch)
+		if r.bytes > 0 {
+			r.size += int64(ch.Size())
+		}
 		sh.pos.Iterator, sh.pos.Last, sh.pos.Version = sh.pageIter, q, v
 		sh.idx++
 	}
@@ -294,7 +325,7 @@ func (r *reader) fill(ctx context.Context, sh *shardState, out *[]cdc.Change) er
 		return nil // batch full; the rest of the page stays loaded
 	}
 	next, more, empty := sh.pageNext, sh.pageMore, len(sh.page) == 0
-	sh.dropPage()
+	sh.clearPage()
 	if next == nil {
 		sh.pos = Position{Done: true, Version: max(sh.pos.Version, r.floorOf(sh))}
 		r.redescribe = true
@@ -304,38 +335,48 @@ func (r *reader) fill(ctx context.Context, sh *shardState, out *[]cdc.Change) er
 	sh.pos.Iterator = string(*next)
 	if empty || !more {
 		sh.stopped = true // caught up
+		sh.stopPrefetch()
 		return nil
 	}
-	r.prefetch(ctx, sh)
+	r.prefetch(ctx, sh, sh.pos.Iterator) // normally started by load already
 	return nil
 }
 
-// prefetch starts reading the page at sh.pos.Iterator in the background,
-// so that the next fill does not wait for the round trip. At most one page
-// per shard is prefetched.
-func (r *reader) prefetch(ctx context.Context, sh *shardState) {
+// prefetch starts reading the page at iter, the shard's next page, in the
+// background, so that the next fill does not wait for the round trip: load
+// starts it as soon as a page arrives, so the next page travels while this
+// one is decoded. At most one page per shard is prefetched; a prefetch of
+// iter already running is kept.
+func (r *reader) prefetch(ctx context.Context, sh *shardState, iter string) {
+	if sh.pending != nil {
+		if sh.pendingIter == iter {
+			return
+		}
+		sh.stopPrefetch()
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	ch := make(chan pageResult, 1)
-	iter := sh.pos.Iterator
 	go func() {
 		resp, err := r.getRecords(pctx, iter)
 		ch <- pageResult{resp: resp, iter: iter, err: err}
 	}()
-	sh.pending, sh.cancel = ch, cancel
+	sh.pending, sh.pendingIter, sh.cancel = ch, iter, cancel
 }
 
 // load reads the page at sh.pos.Iterator (a new iterator for a shard never
 // read) into sh.
 func (r *reader) load(ctx context.Context, sh *shardState) error {
 	var res pageResult
+	if sh.pending != nil && sh.pendingIter != sh.pos.Iterator {
+		sh.stopPrefetch() // not the page wanted (cannot happen: prefetch follows pos)
+	}
 	if sh.pending != nil {
 		select {
 		case res = <-sh.pending:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		sh.cancel()
-		sh.pending, sh.cancel = nil, nil
+		sh.stopPrefetch()
 		if res.err != nil && (errors.Is(res.err, context.Canceled) || errors.Is(res.err, context.DeadlineExceeded)) {
 			res = pageResult{} // the prefetch's context ended, not ours: read again
 		}
@@ -368,6 +409,9 @@ func (r *reader) load(ctx context.Context, sh *shardState) error {
 	sh.loaded, sh.page, sh.idx, sh.pageIter = true, resp.Records, 0, res.iter
 	sh.pageNext = resp.NextShardIterator
 	sh.pageMore = resp.MayMoreRecord == nil || *resp.MayMoreRecord
+	if sh.pageNext != nil && sh.pageMore && len(sh.page) > 0 {
+		r.prefetch(ctx, sh, string(*sh.pageNext))
+	}
 	return nil
 }
 
