@@ -53,7 +53,27 @@ var (
 	// the read. Nothing was written and no offset moved; Run plans the
 	// job again and runs it (PlanStaleError).
 	ErrPlanStale = errors.New("the source table changed after the run was planned")
+	// ErrSourceSchema: a run refused because of a change to its source
+	// table's definition (DDL) that it cannot read past by itself; the
+	// error says what moves past it (enabling tracking again, restoring a
+	// type, …). Nothing was written and no offset moved. Backends declare
+	// such refusals with SchemaSentinel; `sluice serve` retries them (and
+	// ErrSchemaChanged, ErrPlanStale) with backoff, so that the job goes
+	// on by itself once its user has acted.
+	ErrSourceSchema = errors.New("the source table's definition changed")
 )
+
+// SchemaSentinel returns a sentinel error with the given text that
+// errors.Is also matches to ErrSourceSchema: a backend's refusal because
+// of a schema change.
+func SchemaSentinel(text string) error { return &schemaSentinel{text} }
+
+type schemaSentinel struct{ text string }
+
+func (e *schemaSentinel) Error() string { return e.text }
+
+// Is matches ErrSourceSchema (the sentinel itself matches by identity).
+func (e *schemaSentinel) Is(target error) bool { return target == ErrSourceSchema }
 
 // PlanStaleError returns nil when now, the source table's schema a run
 // reads with, is planned, the schema its plan was bound to (same columns,

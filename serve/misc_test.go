@@ -50,6 +50,9 @@ func TestIsTransient(t *testing.T) {
 		wrap(errors.New("database is locked (5) (SQLITE_BUSY)")),
 		wrap(errors.New("database or disk is full (13)")),
 		wrap(selfClassified{true}),
+		wrap(runner.ErrSchemaChanged),
+		wrap(runner.ErrPlanStale),
+		wrap(fmt.Errorf("table stream s: %w: enable tracking again", runner.SchemaSentinel("table changed"))),
 		&pgconn.PgError{Code: "28P01"}, // invalid password
 		&pgconn.PgError{Code: "28000"}, // role is not permitted to log in
 		&pgconn.PgError{Code: "53100"}, // disk full

@@ -62,6 +62,11 @@ func transientSQLite(code int) bool {
 //     unexpected EOF), driver.ErrBadConn and sql.ErrConnDone;
 //   - context.DeadlineExceeded (an I/O timeout, not a shutdown);
 //   - runner.ErrOffsetMoved (another run moved the stream concurrently);
+//   - a refusal because of a schema change (runner.ErrSourceSchema, a
+//     backend's: capture to re-install, tracking to enable again;
+//     runner.ErrSchemaChanged, on_schema_change: fail until the target is
+//     altered; runner.ErrPlanStale, DDL racing the run): nothing was
+//     written, and the job goes on by itself once its user has acted;
 //   - any error in the chain with a method Transient() bool returning true
 //     (backends can classify their own errors).
 //
@@ -93,6 +98,7 @@ func IsTransient(err error) bool {
 		errors.Is(err, pgconn.ErrConnClosed),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, runner.ErrOffsetMoved),
+		errors.Is(err, runner.ErrSourceSchema), errors.Is(err, runner.ErrSchemaChanged), errors.Is(err, runner.ErrPlanStale),
 		errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone),
 		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),

@@ -132,8 +132,8 @@ func trackingDDL(t *Tracked, qualified string, attrs []attribute) []string {
 	// DDL that adds, drops, renames or retypes a column, that INSERT
 	// would fail (and fail the application's statement), so the function
 	// logs the whole row as to_json(row) in __extra instead, naming no
-	// column; reads refuse such rows until tracking is enabled again,
-	// which moves them into typed columns (migrateExtra). to_json writes
+	// column; the next run (Stream) or enabling tracking again moves them
+	// into typed columns (migrateExtra). to_json writes
 	// float4/float8 with the session's extra_float_digits: below 1 it
 	// would round, so the JSON path raises it to 3 for its INSERT and
 	// restores it; likewise it writes intervals with IntervalStyle

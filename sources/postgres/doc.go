@@ -31,11 +31,16 @@
 // DDL that adds, drops, renames or retypes one, it logs each row as
 // to_json(row) in the log's __extra column instead of naming columns that
 // may no longer exist, so the application's statements never fail
-// because of capture. A read whose window holds such rows refuses
-// (ErrTableChanged) and names ALTER TABLE … SET PROPERTIES
-// ('change_tracking' = 'true'), which brings the log in line (rename by
-// attnum, type conversion, new columns) and moves the JSON rows into the
-// typed columns (schemachange.go).
+// because of capture. Describing a stream (Stream, which every run does
+// first) finds the table's columns out of line with the log (checkLog,
+// logBehind) and does what ALTER TABLE … SET PROPERTIES
+// ('change_tracking' = 'true') does, under the same bounded locks: it
+// brings the log in line (rename by attnum, type conversion, new
+// columns), rewrites the function for the new columns and moves the JSON
+// rows into the typed columns (schemachange.go, followColumnsNow). A read
+// whose window still holds such rows (written after that) refuses with an
+// error wrapping ErrTableChanged and runner.ErrPlanStale: the runner plans
+// again, which brings them in.
 //
 // The capture function also runs pg_notify(NotifyChannel(t)) (empty
 // payload) after a statement that logged at least one row, while some

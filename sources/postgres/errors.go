@@ -5,9 +5,12 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/sluicedata/sluice/runner"
 )
 
-// Sentinel errors of package sources/postgres.
+// Sentinel errors of package sources/postgres. ErrTriggersMissing,
+// ErrTableChanged and ErrKeyNotLogged, refusals because of a schema
+// change, match runner.ErrSourceSchema too.
 var (
 	// ErrClusterMismatch is an offset taken on another PostgreSQL cluster
 	// (different system_identifier) or ahead of this cluster's transaction
@@ -29,7 +32,7 @@ var (
 	ErrNameInUse = errors.New("name is recorded for another tracked table")
 	// ErrTriggersMissing is a tracked table whose capture triggers are
 	// missing or disabled.
-	ErrTriggersMissing = errors.New("capture triggers are missing")
+	ErrTriggersMissing = runner.SchemaSentinel("capture triggers are missing")
 	// ErrIsPartition is enabling change tracking on a partition: its
 	// statement-level triggers do not fire for statements on the
 	// partitioned table, so changes made through it would be missed.
@@ -52,10 +55,10 @@ var (
 	ErrPurged = errors.New("offset is behind the stream's offset")
 	// ErrTableChanged is a tracked table whose columns changed since
 	// tracking was enabled.
-	ErrTableChanged = errors.New("tracked table changed since change tracking was enabled")
+	ErrTableChanged = runner.SchemaSentinel("tracked table changed since change tracking was enabled")
 	// ErrKeyNotLogged is enabling change tracking again under a primary
 	// key that changes still in the change log have no value for.
-	ErrKeyNotLogged = errors.New("pending changes in the change log lack the new primary key")
+	ErrKeyNotLogged = runner.SchemaSentinel("pending changes in the change log lack the new primary key")
 	// ErrLockTimeout is enabling or disabling change tracking that did not
 	// get its lock on the table within Backend.LockWait (LockTimeoutError
 	// names the sessions holding it).

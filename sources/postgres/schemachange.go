@@ -3,9 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/runner"
 	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
 )
 
@@ -125,8 +127,56 @@ func migrateExtra(ctx context.Context, tx pgx.Tx, t *Tracked) error {
 // captured as JSON (the table's columns changed since tracking was
 // enabled), with the one statement that moves past it losing nothing.
 func extraRowsError(t *Tracked, n int64) error {
-	return fmt.Errorf("%w: %d change(s) of %s were captured after a column of it was added, dropped, renamed or changed type, and are held as JSON until change tracking is enabled again; nothing was read and the offset did not move. To go on, losing nothing, run: ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true')",
-		ErrTableChanged, n, sinkpg.Quote(t.Table.Name), t.Table.Name)
+	return fmt.Errorf("%w: %d change(s) of %s were captured after a column of it was added, dropped, renamed or changed type, and are held as JSON until its change log is brought in line with its columns (%w: the run plans again, and describing the stream does it); nothing was read and the offset did not move. ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true') does the same",
+		ErrTableChanged, n, sinkpg.Quote(t.Table.Name), runner.ErrPlanStale, t.Table.Name)
+}
+
+// logBehind reports whether the change log of t (described by checkLog)
+// lags the table's columns although every column has a log column: a
+// column dropped, renamed or added since tracking was last enabled or
+// brought in line (sluice.tracking.attnames against the table's live
+// columns), or rows the capture logged as JSON (__extra). One row of
+// sluice.tracking, the table's pg_attribute rows and one probe of the
+// log's partial index on __extra.
+func logBehind(ctx context.Context, q sinkpg.Querier, t *Tracked) (bool, error) {
+	if t.Relid != 0 {
+		var names []string
+		err := q.QueryRow(ctx, `SELECT coalesce(attnames, '{}') FROM sluice.tracking WHERE table_name = $1`, t.Key).Scan(&names)
+		if err != nil {
+			return false, err
+		}
+		attrs, err := tableAttributes(ctx, q, t.Relid)
+		if err != nil {
+			return false, err
+		}
+		if !slices.Equal(names, attnamesOf(attrs)) {
+			return true, nil
+		}
+	}
+	if !t.HasExtra {
+		return false, nil
+	}
+	var extra bool
+	err := q.QueryRow(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s l WHERE l.__extra IS NOT NULL)`, t.LogRef())).Scan(&extra)
+	return extra, err
+}
+
+// followColumnsNow brings the change log of the table of stream s (t)
+// in line with the table's columns, as enabling tracking again does
+// (EnableTracking: its log columns renamed, converted and added, the
+// capture function rewritten for the columns, the rows logged as JSON
+// moved into typed columns), so that a run reads every change with every
+// column without anyone enabling tracking again. It takes the same locks,
+// with the same bounded waits (locks.go: each attempt waits at most
+// lockAttempt, letting the application's statements through in between).
+// A failure (a narrowing type change whose logged values do not convert,
+// a role that may not alter the table) is returned, saying so.
+func (b *Backend) followColumnsNow(ctx context.Context, s *runner.StreamInfo, t *Tracked) error {
+	b.log.Info("the columns of a tracked table changed: bringing its change log in line, as enabling tracking again does", "stream", s.Name, "table", t.Table.Name)
+	if err := b.EnableTracking(ctx, t.Table.Name); err != nil {
+		return fmt.Errorf("table stream %s: the columns of %s changed, and bringing its change log in line with them failed: %w", s.Name, sinkpg.Quote(t.Table.Name), err)
+	}
+	return nil
 }
 
 // countExtraRows counts the rows of the window after from (nil: all) up

@@ -155,14 +155,40 @@ func (b *Backend) ListStreams(ctx context.Context) ([]*runner.StreamInfo, error)
 	return out, b.wrap(rows.Err(), "list table streams")
 }
 
-// Stream describes the job's source stream (runner.Source).
+// Stream describes the job's source stream (runner.Source). When the
+// table's columns changed since its change log was last brought in line
+// with them (checkLog, logBehind), it first does that, as enabling
+// tracking again does (followColumnsNow), so that the run reads every
+// change written since the ALTER with every column, the new ones
+// included.
 func (b *Backend) Stream(ctx context.Context, src plan.Source) (*runner.StreamInfo, error) {
-	s, _, err := b.describeStream(ctx, b.pool, src.Stream)
-	return s, err
+	s, t, err := b.describeStream(ctx, b.pool, src.Stream)
+	behind := err != nil && s != nil && t != nil && errors.Is(err, runner.ErrPlanStale)
+	if err != nil && !behind {
+		return nil, err
+	}
+	if !behind {
+		if behind, err = logBehind(ctx, b.pool, t); err != nil {
+			return nil, b.wrap(err, "read table stream %s", s.Name)
+		}
+		if !behind {
+			return s, nil
+		}
+	}
+	if err := b.followColumnsNow(ctx, s, t); err != nil {
+		return nil, err
+	}
+	s, _, err = b.describeStream(ctx, b.pool, src.Stream)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // describeStream reads a stream, its table schema and tracking. A missing
-// stream wraps runner.ErrNoStream.
+// stream wraps runner.ErrNoStream. When the change log lacks a column of
+// the table (checkLog: an error wrapping runner.ErrPlanStale) the stream
+// and tracking are returned with the error.
 func (b *Backend) describeStream(ctx context.Context, q sinkpg.Querier, name string) (*runner.StreamInfo, *Tracked, error) {
 	s, err := scanStream(q.QueryRow(ctx, `SELECT `+streamColumns+` FROM sluice.streams WHERE name = $1`, name))
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
@@ -185,6 +211,9 @@ func (b *Backend) describeStream(ctx context.Context, q sinkpg.Querier, name str
 		return nil, nil, err
 	}
 	if err := b.checkLog(ctx, q, t); err != nil {
+		if errors.Is(err, runner.ErrPlanStale) {
+			return s, t, err
+		}
 		return nil, nil, err
 	}
 	s.TableSchema = t.Table.Schema()

@@ -189,7 +189,10 @@ func checkKey(s *runner.StreamInfo, t *Tracked) error {
 		ErrNoPrimaryKey, sinkpg.Quote(t.Table.Name), s.Name, sinkpg.Quote(t.Table.Name))
 }
 
-// checkLog verifies that every table column has a log column.
+// checkLog verifies that every table column has a log column of its type
+// (else an error wrapping ErrTableChanged and runner.ErrPlanStale: Stream
+// brings the log in line, followColumnsNow) and that images are paired
+// under the table's primary key.
 func (b *Backend) checkLog(ctx context.Context, q sinkpg.Querier, t *Tracked) error {
 	logTab, ok, err := sinkpg.DescribeQualified(ctx, q, "sluice", t.Log)
 	if err != nil {
@@ -205,8 +208,8 @@ func (b *Backend) checkLog(ctx context.Context, q sinkpg.Querier, t *Tracked) er
 	_, t.HasExtra = have["__extra"]
 	for _, c := range t.Table.Columns {
 		if typ, ok := have[c.Name]; !ok || typ != c.PGType {
-			return fmt.Errorf("%w: column %s of %s is not in its change log as %s; run ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true') again",
-				ErrTableChanged, sinkpg.Quote(c.Name), sinkpg.Quote(t.Table.Name), c.PGType, t.Table.Name)
+			return fmt.Errorf("%w: column %s of %s is not in its change log as %s (%w: the next run brings the log in line, as ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true') does)",
+				ErrTableChanged, sinkpg.Quote(c.Name), sinkpg.Quote(t.Table.Name), c.PGType, runner.ErrPlanStale, t.Table.Name)
 		}
 	}
 	// The capture pairs images under the primary key recorded when

@@ -1,11 +1,16 @@
 package sqlite
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sluicedata/sluice/runner"
+)
 
 // Sentinel errors of the sqlite backend. Errors returned by the backend wrap
 // them (and runner's sentinels where one applies: a missing stream wraps
 // runner.ErrNoStream, a concurrent offset move runner.ErrOffsetMoved, a plan
-// that cannot run as SQL runner.ErrNoPushdown).
+// that cannot run as SQL runner.ErrNoPushdown; ErrSchemaChanged and
+// ErrCaptureLost match runner.ErrSourceSchema).
 var (
 	// ErrNoTable: the statement names a table that does not exist.
 	ErrNoTable = errors.New("table does not exist")
@@ -22,11 +27,11 @@ var (
 	// ErrSchemaChanged: the table's definition changed (DDL) between the
 	// moment a run prepared its read and the read itself, or differs from
 	// the one a job was planned with; running again re-installs capture.
-	ErrSchemaChanged = errors.New("table changed since change tracking was enabled")
+	ErrSchemaChanged = runner.SchemaSentinel("table changed since change tracking was enabled")
 	// ErrCaptureLost: a tracked table's capture triggers are gone (the
 	// table was dropped, or dropped and created again by a rebuild); the
 	// error says how to go on.
-	ErrCaptureLost = errors.New("change capture of the table is gone")
+	ErrCaptureLost = runner.SchemaSentinel("change capture of the table is gone")
 	// ErrBehindOffset: a read from an offset behind the stream's own offset
 	// (a job checkpoint left behind by another consumer of the stream).
 	ErrBehindOffset = errors.New("offset is behind the stream's offset")
