@@ -93,7 +93,9 @@ func Format(w io.Writer, p *Plan) error {
 		}
 		b.WriteString("\n")
 	}
-	if p.Pushdown {
+	if p.Pushdown && p.Stepped {
+		b.WriteString("execution: pushed down — in steps, each one transaction in the database with its checkpoint; rows never leave it\n")
+	} else if p.Pushdown {
 		b.WriteString("execution: pushed down — one transaction in the database; rows never leave it\n")
 	} else {
 		b.WriteString("execution: through sluice — sink rows and checkpoint commit in one sink transaction, then the stream offset moves\n")

@@ -24,6 +24,9 @@ type Plan struct {
 	// Pushdown is true when source and sink are the same database and the
 	// run executes as SQL inside it, in one transaction.
 	Pushdown bool
+	// Stepped tells that the pushed-down run commits in bounded steps
+	// (runner.SteppedPushdown) instead of one transaction.
+	Stepped bool
 	// Steps are what the run executes, in order: SQL statements (with
 	// placeholders for offsets fixed at run time) or one-line descriptions
 	// of work done in sluice. Backends produce them; the runner executes the

@@ -240,6 +240,19 @@ type PushdownPlan interface {
 	Run(ctx context.Context, job string) (Stats, cdc.Offset, cdc.Offset, error)
 }
 
+// SteppedPushdown is a PushdownPlan that may commit a run in bounded steps
+// instead of one transaction, each step consuming a slice of the stream's
+// changes and committing the rows with the checkpoint and offset at the
+// step's end (exactly-once holds per step); it does so only where that
+// gives the same target as one transaction (see the backend's Pushdown).
+type SteppedPushdown interface {
+	PushdownPlan
+	// SetCommitStep sets how long a step aims to hold the write lock; a
+	// negative d runs the whole run in one transaction. It reports whether
+	// runs will commit in steps. Call before Steps and Run.
+	SetCommitStep(d time.Duration) bool
+}
+
 // Snapshotter is a Source that can read a consistent copy of a stream's
 // table for `sluice backfill` (Runner.Backfill).
 type Snapshotter interface {

@@ -340,6 +340,9 @@ func (r *Runner) planExecution(ctx context.Context, prep *Prepared, srcB Backend
 		push, err := pd.Pushdown(ctx, p, prep.stream)
 		switch {
 		case err == nil:
+			if sp, ok := push.(SteppedPushdown); ok {
+				p.Stepped = sp.SetCommitStep(r.commitStep())
+			}
 			prep.push = push
 			p.Pushdown = true
 			p.Steps = push.Steps()

@@ -26,6 +26,10 @@ const DefaultConn = "sqlite:sluice.db"
 // once (one being read, one queued, one being written).
 const DefaultBatchSize = 10000
 
+// DefaultCommitStep is how long a pushed-down run that commits in steps
+// (SteppedPushdown) aims to hold the database's write lock per step.
+const DefaultCommitStep = 100 * time.Millisecond
+
 // Runner plans and runs jobs. The zero value is not usable; set Log at
 // least. A Runner caches open backends by connection URL; Close closes them.
 // It is safe for concurrent use by several goroutines running different
@@ -40,6 +44,12 @@ type Runner struct {
 	LookupEnv func(string) (string, bool)
 	// BatchSize bounds a batch; 0 → DefaultBatchSize.
 	BatchSize int
+	// CommitStep is how long a pushed-down run that can commit in steps
+	// (SteppedPushdown: a SQLite merge of net changes) aims to hold the
+	// database's write lock per step, so that an application writing the
+	// same file waits about that long at most; 0 → DefaultCommitStep; a
+	// negative value runs the whole run in one transaction.
+	CommitStep time.Duration
 	// Stdout receives rows of stdout sinks; nil → os.Stdout.
 	Stdout io.Writer
 	// Observer, when set, is told about every run (metrics hook).
@@ -80,6 +90,13 @@ func (r *Runner) stdout() io.Writer {
 		return os.Stdout
 	}
 	return r.Stdout
+}
+
+func (r *Runner) commitStep() time.Duration {
+	if r.CommitStep == 0 {
+		return DefaultCommitStep
+	}
+	return r.CommitStep
 }
 
 func (r *Runner) batchSize() int {

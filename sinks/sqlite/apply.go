@@ -84,7 +84,10 @@ type ApplyOptions struct {
 	// FullRows: every row of the relation carries every column (__present
 	// is NULL), as a table stream of a SQL database produces. A merge then
 	// collapses each key to its last change with one window pass and skips
-	// the partial-row statements.
+	// the partial-row statements; and when the sink stage also says
+	// OneChangePerKey (plan.SinkStage), it skips the collapse: the relation
+	// without its UPDATE_BEFORE rows is already the net change per key, and
+	// the delete and upsert read it directly.
 	FullRows bool
 }
 
@@ -223,6 +226,10 @@ func (a *Apply) compileMerge(rel, tt []cdc.Type, relation string) {
 	kl := strings.Join(keys, ", ")
 	order := fmt.Sprintf("ORDER BY %s, %s", colVer, colOrd)
 	kt := keyTextSQL(s, a.st.Keys, "")
+	if a.full && a.st.OneChangePerKey {
+		a.compileMergeOne(rel, tt, relation, kl, kt)
+		return
+	}
 	if a.full {
 		a.compileMergeFull(rel, tt, relation, kl, kt, isKey)
 		return
@@ -297,14 +304,50 @@ func (a *Apply) compileMergeFull(rel, tt []cdc.Type, relation, kl, kt string, is
 	a.applyNet(out.String(), "keep the last change per key in commit order (UPDATE_BEFORE ignored)", kl, isKey, false)
 }
 
+// compileMergeOne applies a relation of full rows holding at most one
+// change per key besides UPDATE_BEFORE (plan.SinkStage.OneChangePerKey):
+// the net change per key is the relation without its UPDATE_BEFORE rows,
+// read in place by the count, the delete and the upsert — no window, no
+// TEMP table.
+func (a *Apply) compileMergeOne(rel, tt []cdc.Type, relation, kl, kt string) {
+	s := a.st.Schema
+	var out strings.Builder
+	out.WriteString("(SELECT ")
+	for i, c := range s.Columns {
+		fmt.Fprintf(&out, "%s AS %s, ", fitExpr("__r."+sqlitex.Quote(c.Name), rel[i], tt[i], c.Name, kt), sqlitex.Quote(c.Name))
+	}
+	if a.st.NeedsCommitTime() {
+		fmt.Fprintf(&out, "__r.%[1]s AS %[1]s, ", colTS)
+	}
+	fmt.Fprintf(&out, "__r.%[1]s AS %[1]s, 0 AS __reset, NULL AS %[2]s FROM %[3]s AS __r WHERE __r.%[1]s <> 'UPDATE_BEFORE')", colOp, colPresent, relation)
+	a.applyNetIn(out.String(), kl, a.isKeys(), false)
+}
+
+func (a *Apply) isKeys() []bool {
+	isKey := make([]bool, len(a.st.Schema.Columns))
+	for _, k := range a.st.Keys {
+		isKey[a.st.Schema.Index(k)] = true
+	}
+	return isKey
+}
+
 // applyNet adds the statements that materialize the net change per key
 // (query) and apply it: delete, then partial rows (when partial), then
 // upsert full rows.
 func (a *Apply) applyNet(query, what, kl string, isKey []bool, partial bool) {
-	s := a.st.Schema
 	net := "temp." + netTable
 	a.add(kindExec, "drop a leftover net-change table", "DROP TABLE IF EXISTS "+net)
 	a.add(kindExec, what, fmt.Sprintf("CREATE TEMP TABLE %s AS %s", netTable, query))
+	a.applyNetIn(net, kl, isKey, partial)
+	a.add(kindExec, "drop the net-change table", "DROP TABLE "+net)
+}
+
+// applyNetIn adds the statements that apply the net change per key held in
+// net (a table or a parenthesized SELECT with the columns of applyNet's
+// query): count, delete, then partial rows (when partial), then upsert
+// full rows.
+func (a *Apply) applyNetIn(net, kl string, isKey []bool, partial bool) {
+	s := a.st.Schema
 	a.add(kindCount, "count the net changes by change type",
 		fmt.Sprintf("SELECT %s, count(*) FROM %s GROUP BY %s", colOp, net, colOp))
 
@@ -346,7 +389,6 @@ func (a *Apply) applyNet(query, what, kl string, isKey []bool, partial bool) {
 		fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s <> 'DELETE' AND %s IS NULL ON CONFLICT (%s) %s",
 			t, cl, cl, net, colOp, colPresent, kl, conflict))
 	a.stmts[len(a.stmts)-1].fallback = reorderSteps(t, net, kl, cl)
-	a.add(kindExec, "drop the net-change table", "DROP TABLE "+net)
 }
 
 // Exec runs the statements on q (a connection inside the caller's write

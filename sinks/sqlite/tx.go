@@ -372,7 +372,13 @@ func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 // rows, and adds what it wrote to the Stats Commit returns. Pushdown calls
 // it on a Tx from Attach.
 func (t *Tx) ApplyRelation(ctx context.Context, relation string) error {
-	a, err := CompileApply(t.p.st, t.target, relation)
+	return t.ApplyRelationWith(ctx, relation, ApplyOptions{})
+}
+
+// ApplyRelationWith is ApplyRelation with what the caller knows of the
+// relation (ApplyOptions).
+func (t *Tx) ApplyRelationWith(ctx context.Context, relation string, opt ApplyOptions) error {
+	a, err := CompileApplyWith(t.p.st, t.target, relation, opt)
 	if err != nil {
 		return err
 	}

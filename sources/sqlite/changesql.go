@@ -49,6 +49,22 @@ func (b *Backend) ChangesQueryOrdered(info *runner.StreamInfo, from, to cdc.Offs
 }
 
 func changesQuery(info *runner.StreamInfo, from, to cdc.Offset, withOrd bool) (string, []any, error) {
+	return changesQueryWith(info, from, to, gen{withOrd: withOrd})
+}
+
+// pushQuery is the read of a pushdown: ChangesQueryOrdered's relation, but
+// a STANDARD read in no particular order (the apply statements order what
+// needs an order by __commit_version and OrderColumn themselves), which
+// spares a sort of the whole read.
+// With afterOnly (a sink that ignores UPDATE_BEFORE) a STANDARD read leaves
+// each update's UPDATE_BEFORE out: its count equals UPDATE_AFTER's.
+func pushQuery(info *runner.StreamInfo, from, to cdc.Offset, afterOnly bool) (string, []any, error) {
+	return changesQueryWith(info, from, to, gen{withOrd: true, unordered: true, afterOnly: afterOnly})
+}
+
+// changesQueryWith renders the read with the options of o (withOrd,
+// unordered).
+func changesQueryWith(info *runner.StreamInfo, from, to cdc.Offset, o gen) (string, []any, error) {
 	f, t, err := parseRange(from, to)
 	if err != nil {
 		return "", nil, err
@@ -56,7 +72,7 @@ func changesQuery(info *runner.StreamInfo, from, to cdc.Offset, withOrd bool) (s
 	if t.initial || t.seq < f.seq {
 		return "", nil, fmt.Errorf("%w: read point %s is before offset %s", cdc.ErrBadOffset, to, from)
 	}
-	g := gen{info: info, log: sqlitex.Quote(logTable(info.Table)), withOrd: withOrd}
+	g := gen{info: info, log: sqlitex.Quote(logTable(info.Table)), withOrd: o.withOrd, unordered: o.unordered, afterOnly: o.afterOnly}
 	if info.Mode != "APPEND_ONLY" && len(info.TableSchema.Key) == 0 {
 		return "", nil, fmt.Errorf("%w: stream %s: table %s", ErrNoPrimaryKey, info.Name, info.Table)
 	}
@@ -80,6 +96,10 @@ type gen struct {
 	info    *runner.StreamInfo
 	log     string
 	withOrd bool
+	// unordered: a STANDARD read without its ORDER BY (pushQuery).
+	unordered bool
+	// afterOnly: a STANDARD read without UPDATE_BEFORE rows (pushQuery).
+	afterOnly bool
 }
 
 func (g gen) cols() []cdc.Column { return g.info.TableSchema.Columns }
@@ -158,6 +178,12 @@ func (g gen) standard() string {
 	}
 	images := g.list(func(c cdc.Column) string { return "f." + oldCol(c.Name) }) + ", " +
 		g.list(func(c cdc.Column) string { return g.newVal("l", c) + " AS " + newCol(c.Name) })
+	// e.ord: 0 for an update's UPDATE_BEFORE row and every other change,
+	// 1 for its UPDATE_AFTER row; afterOnly reads only the latter.
+	pair, ordExpr := "(SELECT 0 AS ord UNION ALL SELECT 1) AS e ON e.ord = 0 OR n.kind = 'U'", "e.ord"
+	if g.afterOnly {
+		pair, ordExpr = "(SELECT 1 AS ord) AS e", "CASE n.kind WHEN 'U' THEN 1 ELSE 0 END"
+	}
 	row := g.list(func(c cdc.Column) string {
 		return "CASE WHEN n.kind = 'D' OR (n.kind = 'U' AND e.ord = 0) THEN n." + oldCol(c.Name) + " ELSE n." + newCol(c.Name) + " END AS " + sqlitex.Quote(c.Name)
 	})
@@ -169,7 +195,7 @@ func (g gen) standard() string {
 	SELECT g.s1 AS ver, l.ts AS ts, f.op AS fop, l.op AS lop,
 		` + images + `
 	FROM g JOIN ` + g.log + ` AS f ON f.seq = g.s0 JOIN ` + g.log + ` AS l ON l.seq = g.s1
-), n AS (
+), n AS MATERIALIZED (
 	SELECT ver, ts,
 		CASE
 			WHEN fop IN ('I', 'KI') THEN CASE WHEN lop IN ('D', 'KD') THEN NULL ELSE 'I' END
@@ -182,10 +208,17 @@ func (g gen) standard() string {
 SELECT ` + fmt.Sprintf(metaSelect,
 		`CASE n.kind WHEN 'I' THEN 'INSERT' WHEN 'D' THEN 'DELETE' WHEN 'U' THEN CASE e.ord WHEN 0 THEN 'UPDATE_BEFORE' ELSE 'UPDATE_AFTER' END END`,
 		"n.ver", "n.ts") + `,
-	` + row + g.ord("e.ord") + `
-FROM n JOIN (SELECT 0 AS ord UNION ALL SELECT 1) AS e ON e.ord = 0 OR n.kind = 'U'
-WHERE n.kind IS NOT NULL
-ORDER BY n.ver, e.ord`
+	` + row + g.ord(ordExpr) + `
+FROM n JOIN ` + pair + `
+WHERE n.kind IS NOT NULL` + g.orderBy("n.ver, e.ord")
+}
+
+// orderBy renders ORDER BY cols unless the read is unordered.
+func (g gen) orderBy(cols string) string {
+	if g.unordered {
+		return ""
+	}
+	return "\nORDER BY " + cols
 }
 
 // appendOnly: every insert in (?, ?] with its inserted values.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -89,11 +90,11 @@ func (b *Backend) Pushdown(ctx context.Context, p *plan.Plan, s *runner.StreamIn
 	if err != nil {
 		return nil, err
 	}
-	read, _, err := b.ChangesQueryOrdered(s, s.Offset, position{seq: shown.seq}.offset())
+	read, _, err := pushQuery(s, s.Offset, position{seq: shown.seq}.offset(), p.Sink.IgnoresUpdateBefore())
 	if err != nil {
 		return nil, err
 	}
-	pp := &pushPlan{b: b, p: p, stream: s.Name, sink: sp, relation: relation}
+	pp := &pushPlan{b: b, p: p, stream: s.Name, sink: sp, relation: relation, opt: sinksqlite.ApplyOptions{FullRows: true}}
 	pp.steps = []plan.Step{
 		{Where: "source", What: "begin one write transaction for read, write and offset", SQL: "BEGIN IMMEDIATE"},
 	}
@@ -124,15 +125,79 @@ type pushPlan struct {
 	stream   string
 	sink     *sinksqlite.Plan
 	relation string
+	opt      sinksqlite.ApplyOptions
 	steps    []plan.Step
+	// stepped: the plan may commit a run in steps (steppable); hold is
+	// how long a step aims to hold the write lock.
+	stepped bool
+	hold    time.Duration
+	sizes   stepSizes
+	// afterStep, when set (tests), runs after each committed step but the
+	// last; an error ends the run there, as a crash would.
+	afterStep func(step int) error
 }
 
-func (pp *pushPlan) Steps() []plan.Step { return pp.steps }
+// stepSizes bounds the change-log rows of one step: the first step reads
+// first rows, later ones adapt to the measured hold time within [min, max].
+type stepSizes struct{ first, min, max int64 }
 
-// Run executes the plan in one BEGIN IMMEDIATE transaction and returns the
-// stats (Read: changes of the stream by type, before the filter; Written:
-// what the sink applied), and the offsets it read from and moved to. Any
-// error rolls everything back: no rows, no checkpoint, no offset move.
+var defaultStepSizes = stepSizes{first: 5000, min: 1000, max: 1 << 20}
+
+// steppable reports whether applying the net changes of (a, b] and then of
+// (b, c] gives the target that applying those of (a, c] gives, so that a
+// run may commit in steps: a merge (on_delete delete) of net changes whose
+// keys pass the primary key through (OneChangePerKey), without a filter.
+// Not: history (one version per key per step), soft or ignored deletes (an
+// insert and a delete in different steps leave a row that one step would
+// not), append modes (the net changes of each step are appended), a filter
+// (it sees each step's net change, e.g. an INSERT then a dropped DELETE),
+// SQL MERGE (its WHEN clauses see each step's net change).
+func steppable(p *plan.Plan) bool {
+	st := &p.Sink
+	return st.Mode == plan.ModeMerge && st.Merge == nil && st.OneChangePerKey &&
+		(st.OnDelete == "" || st.OnDelete == plan.OnDeleteDelete) && p.Filter == nil
+}
+
+// SetCommitStep implements runner.SteppedPushdown.
+func (pp *pushPlan) SetCommitStep(d time.Duration) bool {
+	pp.stepped = d >= 0 && steppable(pp.p)
+	pp.hold = d
+	return pp.stepped
+}
+
+func (pp *pushPlan) Steps() []plan.Step {
+	if !pp.stepped {
+		return pp.steps
+	}
+	out := []plan.Step{{Where: "source", What: fmt.Sprintf("commit in steps of about %s of write lock each (sluice run --commit-step): every step below is one transaction over the next slice of the change log (at most %d rows first, then sized to the time); from the second step on, the slice's net changes are read before BEGIN IMMEDIATE, outside the write lock, and the offset and checkpoint move to the slice's end with its rows", pp.hold, pp.sizes.first)}}
+	return append(out, pp.steps...)
+}
+
+// stepResult is what one committed transaction of a run did.
+type stepResult struct {
+	stats    runner.Stats
+	from, to cdc.Offset
+	info     *runner.StreamInfo
+	last     int64 // the run's read point (the log's last seq when the run began)
+}
+
+// preRead is the read of a step done before its transaction: the net
+// changes of (from, to] of the stream as info described it, in temp.sluice_push.
+type preRead struct {
+	info     *runner.StreamInfo
+	from, to cdc.Offset
+}
+
+// Run executes the plan and returns the stats (Read: changes of the stream
+// by type, before the filter; Written: what the sink applied), and the
+// offsets it read from and moved to. Unstepped, it is one BEGIN IMMEDIATE
+// transaction; any error rolls everything back: no rows, no checkpoint,
+// no offset move. Stepped (SetCommitStep), it consumes the changes up to
+// the read point fixed by its first step in several such transactions,
+// each committing its slice's rows with the checkpoint and offset at the
+// slice's end; an error rolls back the failing step only, and the steps
+// committed before it stay (the next run starts after them). The stats
+// then add up the steps' net changes.
 func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offset, cdc.Offset, error) {
 	b := pp.b
 	conn, err := b.db.Conn(ctx)
@@ -140,10 +205,111 @@ func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
 	}
 	defer conn.Close()
-	if err := sqlitex.Begin(ctx, conn); err != nil {
-		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, fmt.Errorf("pushdown %s: begin: %w", job, err)
+	defer func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS temp."+pushTable)
+	}()
+	rows := pp.sizes.first
+	if rows == 0 {
+		pp.sizes = defaultStepSizes
+		rows = pp.sizes.first
 	}
-	stats, from, to, err := pp.run(ctx, conn, job)
+	var total runner.Stats
+	var first cdc.Offset
+	var pre *preRead
+	var last int64 // the run's read point, fixed by the first step
+	for i := 0; ; i++ {
+		t0 := time.Now()
+		r, err := pp.runStep(ctx, conn, job, pre, last, rows)
+		if i == 0 {
+			first = r.from
+		}
+		if err != nil {
+			if i == 0 {
+				return runner.Stats{}, first, first, err
+			}
+			return runner.Stats{}, first, first, fmt.Errorf("pushdown %s: step %d (the %d before it committed, up to %s): %w", job, i+1, i, r.from, err)
+		}
+		held := time.Since(t0)
+		total = addStats(total, r.stats)
+		lp, _ := parseOffset(r.to)
+		if !pp.stepped || lp.seq >= r.last {
+			return total, first, r.to, nil
+		}
+		if pp.afterStep != nil {
+			if err := pp.afterStep(i); err != nil {
+				return total, first, r.to, err
+			}
+		}
+		last = r.last
+		// size the next step to the hold time aimed at
+		if held > 0 {
+			rows = int64(float64(rows) * float64(pp.hold) / float64(held))
+		}
+		rows = min(max(rows, pp.sizes.min), pp.sizes.max)
+		// Read the next slice before taking the write lock: the log rows
+		// of (to, to+rows] no longer change (only a purge at or below an
+		// offset deletes them) and the step re-checks the rest.
+		t1 := time.Now()
+		pre, err = pp.preRead(ctx, conn, r.info, r.to, min(lp.seq+rows, last))
+		b.log.Debug("pushdown read ahead", "job", job, "rows", rows, "held", held, "took", time.Since(t1))
+		if err != nil {
+			return total, first, r.to, fmt.Errorf("pushdown %s: read ahead of step %d: %w", job, i+2, err)
+		}
+	}
+}
+
+func addStats(a, b runner.Stats) runner.Stats {
+	for _, m := range []*map[cdc.Op]int64{&a.Read, &a.Written} {
+		if *m == nil {
+			*m = map[cdc.Op]int64{}
+		}
+	}
+	for op, n := range b.Read {
+		a.Read[op] += n
+	}
+	for op, n := range b.Written {
+		a.Written[op] += n
+	}
+	if a.Note == "" {
+		a.Note = b.Note
+	}
+	return a
+}
+
+// preRead fills temp.sluice_push with the changes of (from, upTo] outside
+// any write transaction.
+func (pp *pushPlan) preRead(ctx context.Context, conn *sql.Conn, info *runner.StreamInfo, from cdc.Offset, upTo int64) (*preRead, error) {
+	to := position{seq: upTo}.offset()
+	read, args, err := pushQuery(info, from, to, pp.p.Sink.IgnoresUpdateBefore())
+	if err != nil {
+		return nil, err
+	}
+	if err := fillPush(ctx, conn, read, args); err != nil {
+		return nil, err
+	}
+	return &preRead{info: info, from: from, to: to}, nil
+}
+
+func fillPush(ctx context.Context, conn *sql.Conn, read string, args []any) error {
+	if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS temp."+pushTable); err != nil {
+		return err
+	}
+	_, err := conn.ExecContext(ctx, "CREATE TEMP TABLE "+pushTable+" AS SELECT * FROM ("+read+")", args...)
+	return err
+}
+
+// runStep runs one transaction of the run: it reads up to rows log rows
+// after the job's checkpoint (all of them up to the read point when the
+// plan is not stepped), applies them, stores the checkpoint and moves the
+// offset. last is the run's read point (0: this step fixes it). pre, when
+// it matches the checkpoint and the stream found under the write lock, is
+// the step's read, done before.
+func (pp *pushPlan) runStep(ctx context.Context, conn *sql.Conn, job string, pre *preRead, last, rows int64) (stepResult, error) {
+	b := pp.b
+	if err := sqlitex.Begin(ctx, conn); err != nil {
+		return stepResult{}, fmt.Errorf("pushdown %s: begin: %w", job, err)
+	}
+	r, err := pp.run(ctx, conn, job, pre, last, rows)
 	if err != nil {
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		sqlitex.DiscardIfCannotWrite(conn, err)
@@ -151,41 +317,44 @@ func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 			// the runner replays the run through sluice to name the row
 			err = fmt.Errorf("%w: %w", runner.ErrPushdownValue, err)
 		}
-		return runner.Stats{}, from, from, err
+		return stepResult{from: r.from, to: r.from}, err
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-		return runner.Stats{}, from, from, fmt.Errorf("pushdown %s: commit: %w", job, err)
+		return stepResult{from: r.from, to: r.from}, fmt.Errorf("pushdown %s: commit: %w", job, err)
 	}
-	return stats, from, to, nil
+	b.log.Debug("pushdown step committed", "job", job, "from", r.from.String(), "to", r.to.String())
+	return r, nil
 }
 
-func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner.Stats, cdc.Offset, cdc.Offset, error) {
+func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string, pre *preRead, last, rows int64) (stepResult, error) {
 	b := pp.b
+	tStart := time.Now()
 	if err := syncStream(ctx, conn, pp.stream); err != nil {
-		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
+		return stepResult{}, err
 	}
 	info, err := b.streamInfo(ctx, conn, pp.stream)
 	if err != nil {
-		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
+		return stepResult{}, err
 	}
+	fail := func(err error) (stepResult, error) { return stepResult{from: info.Offset}, err }
 	// DDL since Plan (syncStream just re-installed capture for it): the
 	// relation projects the planned columns only; the runner plans again.
 	if err := runner.PlanStaleError(info.Name, info.Table, pp.p.Source.TableSchema, info.TableSchema); err != nil {
-		return runner.Stats{}, info.Offset, info.Offset, err
+		return fail(err)
 	}
 	tx, err := pp.sink.Attach(ctx, conn, job)
 	if err != nil {
-		return runner.Stats{}, info.Offset, info.Offset, err
+		return fail(err)
 	}
 	defer tx.Rollback(ctx)
 	cp, ok, err := tx.Checkpoint(ctx)
 	if err != nil {
-		return runner.Stats{}, info.Offset, info.Offset, err
+		return fail(err)
 	}
 	from, note, err := runner.Start(ctx, job, cp, ok, info)
 	if err != nil {
-		return runner.Stats{}, info.Offset, info.Offset, err
+		return fail(err)
 	}
 	if ok && note == "" {
 		// The checkpoint of this incarnation: a run through sluice that
@@ -197,53 +366,76 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string) (runner
 			from = info.Offset
 		}
 	}
+	fail = func(err error) (stepResult, error) { return stepResult{from: from}, err }
 	seq, err := lastSeq(ctx, conn, logTable(info.Table))
 	if err != nil {
-		return runner.Stats{}, from, from, err
+		return fail(err)
+	}
+	fp, ferr := parseOffset(from)
+	if ferr == nil && fp.seq > seq {
+		return fail(futureOffsetError(info, from, seq))
+	}
+	if last == 0 {
+		last = seq
 	}
 	to := position{seq: seq}.offset()
-	if fp, err := parseOffset(from); err == nil && fp.seq > seq {
-		return runner.Stats{}, from, from, futureOffsetError(info, from, seq)
+	if pp.stepped && ferr == nil && !fp.initial {
+		to = position{seq: max(fp.seq, min(last, fp.seq+rows))}.offset()
 	}
 	if err := checkAppendAbsent(ctx, conn, info, from, to); err != nil {
-		return runner.Stats{}, from, from, err
-	}
-	read, args, err := changesQuery(info, from, to, true)
-	if err != nil {
-		return runner.Stats{}, from, from, err
-	}
-	if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS temp."+pushTable); err != nil {
-		return runner.Stats{}, from, from, fmt.Errorf("pushdown %s: %w", job, err)
+		return fail(err)
 	}
 	t0 := time.Now()
 	var tRead, tApply time.Duration
 	defer func() {
-		b.log.Debug("pushdown phases", "job", job, "read", tRead, "apply", tApply, "total", time.Since(t0))
+		b.log.Debug("pushdown phases", "job", job, "prepare", t0.Sub(tStart), "read", tRead, "apply", tApply, "finish", time.Since(t0)-tRead-tApply, "read ahead", pre != nil)
 	}()
-	if _, err := conn.ExecContext(ctx, "CREATE TEMP TABLE "+pushTable+" AS SELECT * FROM ("+read+")", args...); err != nil {
-		return runner.Stats{}, from, from, fmt.Errorf("pushdown %s: read stream %s: %w", job, info.Name, err)
+	if pre != nil && (pre.from.String() != from.String() || pre.to.String() != to.String() || !sameStream(pre.info, info)) {
+		pre = nil // the checkpoint, the offset or the table moved since: read again
+	}
+	if pre == nil {
+		read, args, err := pushQuery(info, from, to, pp.p.Sink.IgnoresUpdateBefore())
+		if err != nil {
+			return fail(err)
+		}
+		if err := fillPush(ctx, conn, read, args); err != nil {
+			return fail(fmt.Errorf("pushdown %s: read stream %s: %w", job, info.Name, err))
+		}
 	}
 	tRead = time.Since(t0)
 	stats := runner.Stats{Read: map[cdc.Op]int64{}, Note: note}
 	if err := countOps(ctx, conn, pushCountSQL, stats.Read); err != nil {
-		return runner.Stats{}, from, from, err
+		return fail(err)
 	}
-	if err := tx.ApplyRelation(ctx, pp.relation); err != nil {
-		return runner.Stats{}, from, from, err
+	if pp.p.Sink.IgnoresUpdateBefore() && info.Mode != "APPEND_ONLY" {
+		// the read left out each update's UPDATE_BEFORE (pushQuery)
+		if n := stats.Read[cdc.OpUpdateAfter]; n > 0 {
+			stats.Read[cdc.OpUpdateBefore] = n
+		}
+	}
+	if err := tx.ApplyRelationWith(ctx, pp.relation, pp.opt); err != nil {
+		return fail(err)
 	}
 	tApply = time.Since(t0) - tRead
 	w, err := tx.Commit(ctx, runner.Checkpoint{Job: job, Stream: info.Name, StreamID: info.ID, Offset: to, Updated: time.Now().UTC()})
 	if err != nil {
-		return runner.Stats{}, from, from, err
+		return fail(err)
 	}
 	stats.Written = w.Written
 	if err := b.advance(ctx, conn, info, info.Offset, to); err != nil {
-		return runner.Stats{}, from, from, err
+		return fail(err)
 	}
 	if _, err := conn.ExecContext(ctx, "DROP TABLE temp."+pushTable); err != nil {
-		return runner.Stats{}, from, from, err
+		return fail(err)
 	}
-	return stats, from, to, nil
+	info.Offset = to
+	return stepResult{stats: stats, from: from, to: to, info: info, last: last}, nil
+}
+
+// sameStream reports whether a and b describe the same stream on the same
+// table schema (a read prepared with a fits b).
+func sameStream(a, b *runner.StreamInfo) bool {
+	return a.ID == b.ID && a.Table == b.Table && a.Mode == b.Mode && reflect.DeepEqual(a.TableSchema, b.TableSchema)
 }
 
 // countOps runs a count query (see changerel.CountOps) and adds its rows to into.

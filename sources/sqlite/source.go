@@ -155,6 +155,13 @@ func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Of
 	return r, nil
 }
 
+var _ runner.NetChangeSource = (*Backend)(nil)
+
+// NetChanges implements runner.NetChangeSource: a read of a STANDARD
+// stream holds the net change per primary key (at most one change per key
+// besides UPDATE_BEFORE); an APPEND_ONLY read holds every insert.
+func (b *Backend) NetChanges(s *runner.StreamInfo) bool { return s.Mode != "APPEND_ONLY" }
+
 func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo, from cdc.Offset, opt runner.ReadOptions) (*reader, error) {
 	if err := b.sameStream(ctx, tx, s); err != nil {
 		return nil, err
@@ -177,7 +184,8 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 	if err := checkAppendAbsent(ctx, tx, s, from, readPoint); err != nil {
 		return nil, err
 	}
-	q, args, err := changesQuery(s, from, readPoint, false)
+	omit := opt.OmitUpdateBefore && s.Mode != "APPEND_ONLY"
+	q, args, err := changesQueryWith(s, from, readPoint, gen{afterOnly: omit})
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +197,19 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 	if n <= 0 {
 		n = DefaultBatchSize
 	}
-	return &reader{tx: tx, rows: rows, schema: s.TableSchema, readPoint: readPoint, batch: n}, nil
+	return &reader{tx: tx, rows: rows, schema: s.TableSchema, readPoint: readPoint, batch: n, omitUB: omit}, nil
+}
+
+var _ runner.OmittingReader = (*reader)(nil)
+
+// Omitted implements runner.OmittingReader: with OmitUpdateBefore a
+// STANDARD read leaves out each update's UPDATE_BEFORE, one per
+// UPDATE_AFTER read so far.
+func (r *reader) Omitted() map[cdc.Op]int64 {
+	if !r.omitUB || r.afterRead == 0 {
+		return map[cdc.Op]int64{}
+	}
+	return map[cdc.Op]int64{cdc.OpUpdateBefore: r.afterRead}
 }
 
 type reader struct {
@@ -199,6 +219,8 @@ type reader struct {
 	readPoint cdc.Offset
 	batch     int
 	done      bool
+	omitUB    bool  // UPDATE_BEFORE left out (ReadOptions.OmitUpdateBefore)
+	afterRead int64 // UPDATE_AFTER changes returned so far
 }
 
 func (r *reader) ReadPoint() cdc.Offset { return r.readPoint }
@@ -223,6 +245,9 @@ func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 		ch, err := scanChange(r.rows, cols)
 		if err != nil {
 			return nil, err
+		}
+		if ch.Op == cdc.OpUpdateAfter {
+			r.afterRead++
 		}
 		out = append(out, ch)
 	}

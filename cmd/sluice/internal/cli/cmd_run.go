@@ -23,6 +23,7 @@ func init() { register(newRunCmd) }
 func newRunCmd(e *env) *cobra.Command {
 	var conn, state string
 	var batch int
+	var step time.Duration
 	var accept, wait bool
 	c := &cobra.Command{
 		Use:   "run [flags] JOB|DIR…",
@@ -43,11 +44,12 @@ func newRunCmd(e *env) *cobra.Command {
 			if accept {
 				ctx = runner.WithAcceptNewStream(ctx)
 			}
-			return cmdRun(ctx, e, runFlags{conn: conn, state: state, batch: batch, wait: wait}, args)
+			return cmdRun(ctx, e, runFlags{conn: conn, state: state, batch: batch, step: step, wait: wait}, args)
 		},
 	}
 	c.Flags().StringVar(&conn, "conn", "", "default connection `URL` for jobs that name none")
 	c.Flags().IntVar(&batch, "batch", runner.DefaultBatchSize, "`N` changes per batch when rows travel through sluice")
+	c.Flags().DurationVar(&step, "commit-step", runner.DefaultCommitStep, "a SQLite merge pushed down into its own database commits in steps holding the write lock about `DURATION` each (an application writing the file waits about that long at most); -1s: one transaction")
 	c.Flags().BoolVar(&accept, "accept-new-stream", false, "start a job whose checkpoint names another incarnation of its stream at the stream's offset (changes in between are lost)")
 	addLockFlags(c, &state, &wait)
 	return c
@@ -63,6 +65,7 @@ func addLockFlags(c *cobra.Command, state *string, wait *bool) {
 type runFlags struct {
 	conn, state string
 	batch       int
+	step        time.Duration
 	wait        bool
 }
 
@@ -76,6 +79,7 @@ func cmdRun(ctx context.Context, e *env, fl runFlags, paths []string) error {
 	}
 	r := newRunner(e, fl.conn)
 	r.BatchSize = fl.batch
+	r.CommitStep = fl.step
 	defer r.Close()
 	locks := newJobLocks(e, r, fl.state, fl.wait)
 	defer locks.close()
