@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"reflect"
@@ -141,12 +142,14 @@ type pushPlan struct {
 // first rows, later ones adapt to the measured hold time within [min, max].
 type stepSizes struct{ first, min, max int64 }
 
-var defaultStepSizes = stepSizes{first: 5000, min: 1000, max: 1 << 20}
+var defaultStepSizes = stepSizes{first: 2000, min: 500, max: 1 << 20}
 
 // steppable reports whether applying the net changes of (a, b] and then of
 // (b, c] gives the target that applying those of (a, c] gives, so that a
 // run may commit in steps: a merge (on_delete delete) of net changes whose
-// keys pass the primary key through (OneChangePerKey), without a filter.
+// keys pass the primary key through (OneChangePerKey), without a filter
+// other than one on the change type that keeps every change but
+// UPDATE_BEFORE.
 // Not: history (one version per key per step), soft or ignored deletes (an
 // insert and a delete in different steps leave a row that one step would
 // not), append modes (the net changes of each step are appended), a filter
@@ -155,7 +158,30 @@ var defaultStepSizes = stepSizes{first: 5000, min: 1000, max: 1 << 20}
 func steppable(p *plan.Plan) bool {
 	st := &p.Sink
 	return st.Mode == plan.ModeMerge && st.Merge == nil && st.OneChangePerKey &&
-		(st.OnDelete == "" || st.OnDelete == plan.OnDeleteDelete) && p.Filter == nil
+		(st.OnDelete == "" || st.OnDelete == plan.OnDeleteDelete) && keepsNetChanges(p)
+}
+
+// keepsNetChanges reports whether the plan's filter, if any, keeps every
+// change a merge applies: it reads only __change_type and drops nothing but
+// UPDATE_BEFORE (the seed's IN ('INSERT', 'UPDATE_AFTER', 'DELETE')).
+func keepsNetChanges(p *plan.Plan) bool {
+	if p.Filter == nil {
+		return true
+	}
+	if p.Filter.Expr == nil {
+		return false
+	}
+	for _, ref := range p.Filter.Expr.Columns() {
+		if ref.Col < 0 || ref.Col >= len(p.Source.Schema.Columns) || p.Source.Schema.Columns[ref.Col].Name != cdc.ColChangeType {
+			return false
+		}
+	}
+	for _, op := range p.Filter.Dropped {
+		if op != cdc.OpUpdateBefore {
+			return false
+		}
+	}
+	return true
 }
 
 // SetCommitStep implements runner.SteppedPushdown.
@@ -208,6 +234,21 @@ func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 	defer func() {
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS temp."+pushTable)
 	}()
+	if pp.stepped {
+		// The WAL is checkpointed between steps, outside the write lock
+		// (PRAGMA wal_checkpoint(PASSIVE) blocks no writer), instead of by
+		// the automatic checkpoint inside a step's COMMIT.
+		if _, err := conn.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
+			return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
+		}
+		defer func() {
+			clean := context.WithoutCancel(ctx)
+			_, _ = conn.ExecContext(clean, "PRAGMA wal_checkpoint(PASSIVE)")
+			if _, err := conn.ExecContext(clean, "PRAGMA wal_autocheckpoint = 1000"); err != nil {
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // never pool it without autocheckpoint
+			}
+		}()
+	}
 	rows := pp.sizes.first
 	if rows == 0 {
 		pp.sizes = defaultStepSizes
@@ -250,8 +291,12 @@ func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 		// of (to, to+rows] no longer change (only a purge at or below an
 		// offset deletes them) and the step re-checks the rest.
 		t1 := time.Now()
+		if _, err := conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+			return total, first, r.to, err
+		}
+		tc := time.Since(t1)
 		pre, err = pp.preRead(ctx, conn, r.info, r.to, min(lp.seq+rows, last))
-		b.log.Debug("pushdown read ahead", "job", job, "rows", rows, "held", held, "took", time.Since(t1))
+		b.log.Debug("pushdown read ahead", "job", job, "rows", rows, "held", held, "took", time.Since(t1), "checkpoint", tc)
 		if err != nil {
 			return total, first, r.to, fmt.Errorf("pushdown %s: read ahead of step %d: %w", job, i+2, err)
 		}
@@ -306,10 +351,13 @@ func fillPush(ctx context.Context, conn *sql.Conn, read string, args []any) erro
 // the step's read, done before.
 func (pp *pushPlan) runStep(ctx context.Context, conn *sql.Conn, job string, pre *preRead, last, rows int64) (stepResult, error) {
 	b := pp.b
+	tb := time.Now()
 	if err := sqlitex.Begin(ctx, conn); err != nil {
 		return stepResult{}, fmt.Errorf("pushdown %s: begin: %w", job, err)
 	}
+	tBegin := time.Since(tb)
 	r, err := pp.run(ctx, conn, job, pre, last, rows)
+	tRun := time.Since(tb) - tBegin
 	if err != nil {
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		sqlitex.DiscardIfCannotWrite(conn, err)
@@ -323,7 +371,7 @@ func (pp *pushPlan) runStep(ctx context.Context, conn *sql.Conn, job string, pre
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		return stepResult{from: r.from, to: r.from}, fmt.Errorf("pushdown %s: commit: %w", job, err)
 	}
-	b.log.Debug("pushdown step committed", "job", job, "from", r.from.String(), "to", r.to.String())
+	b.log.Debug("pushdown step committed", "begin", tBegin, "run", tRun, "commit", time.Since(tb)-tBegin-tRun, "job", job, "from", r.from.String(), "to", r.to.String())
 	return r, nil
 }
 

@@ -203,7 +203,7 @@ CREATE TABLE STREAM s ON TABLE src WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STAND
 		f.sql(`UPDATE src SET v = 'y' WHERE id = ?`, i)
 	}
 	info := f.info("s")
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name     string
 		mode     plan.Mode
 		onDelete plan.OnDelete
@@ -216,11 +216,13 @@ CREATE TABLE STREAM s ON TABLE src WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STAND
 		{"soft delete", plan.ModeMerge, plan.OnDeleteSoft, "", true, false},
 		{"ignored deletes", plan.ModeMerge, plan.OnDeleteIgnore, "", true, false},
 		{"filter", plan.ModeMerge, plan.OnDeleteDelete, "`__change_type` <> 'DELETE'", true, false},
+		{"filter on values", plan.ModeMerge, plan.OnDeleteDelete, "v <> 'x'", true, false},
+		{"filter keeping net changes", plan.ModeMerge, plan.OnDeleteDelete, "`__change_type` IN ('INSERT', 'UPDATE_AFTER', 'DELETE')", true, true},
 		{"history", plan.ModeHistory, "", "", false, false},
 		{"append", plan.ModeAppend, "", "", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := pushPlan(t, info, tc.filter, []string{"id", "v"}, "t_"+strings.ReplaceAll(tc.name, " ", "_")[:4], tc.mode, []string{"id"})
+			p := pushPlan(t, info, tc.filter, []string{"id", "v"}, fmt.Sprintf("t%d", i), tc.mode, []string{"id"})
 			p.Sink.OneChangePerKey, p.Sink.OnDelete = tc.one, tc.onDelete
 			pp, err := f.b.Pushdown(t.Context(), p, info)
 			if err != nil {

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,12 @@ func pushPlan(t *testing.T, info *runner.StreamInfo, filter string, items []stri
 			t.Fatal(err)
 		}
 		p.Filter = &plan.FilterStage{Text: filter, Expr: b}
+		keep := expr.PossibleOps(b, 0, 0) // as the runner's planning does
+		for _, op := range []cdc.Op{cdc.OpInsert, cdc.OpUpdateBefore, cdc.OpUpdateAfter, cdc.OpDelete} {
+			if !slices.Contains(keep, op) {
+				p.Filter.Dropped = append(p.Filter.Dropped, op)
+			}
+		}
 	}
 	for _, it := range items {
 		e, name, err := expr.ParseSelectItem(it, pos.Pos{})
