@@ -195,7 +195,11 @@ func (pp *pushPlan) Steps() []plan.Step {
 	if !pp.stepped {
 		return pp.steps
 	}
-	out := []plan.Step{{Where: "source", What: fmt.Sprintf("commit in steps of about %s of write lock each (sluice run --commit-step): every step below is one transaction over the next slice of the change log (at most %d rows first, then sized to the time); from the second step on, the slice's net changes are read before BEGIN IMMEDIATE, outside the write lock, and the offset and checkpoint move to the slice's end with its rows", pp.hold, pp.sizes.first)}}
+	first := pp.sizes.first
+	if first == 0 {
+		first = defaultStepSizes.first
+	}
+	out := []plan.Step{{Where: "source", What: fmt.Sprintf("commit in steps of about %s of write lock each (sluice run --commit-step): every step below is one transaction over the next slice of the change log (at most %d rows first, then sized to the time; the stream's initial rows in one); from the second step on, the slice's net changes are read before BEGIN IMMEDIATE, outside the write lock, and the offset and checkpoint move to the slice's end with its rows", pp.hold, first)}}
 	return append(out, pp.steps...)
 }
 
