@@ -184,8 +184,7 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 	if err := checkAppendAbsent(ctx, tx, s, from, readPoint); err != nil {
 		return nil, err
 	}
-	omit := opt.OmitUpdateBefore && s.Mode != "APPEND_ONLY"
-	q, args, err := changesQueryWith(s, from, readPoint, gen{afterOnly: omit})
+	q, args, err := changesQuery(s, from, readPoint, false)
 	if err != nil {
 		return nil, err
 	}
@@ -197,19 +196,7 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 	if n <= 0 {
 		n = DefaultBatchSize
 	}
-	return &reader{tx: tx, rows: rows, schema: s.TableSchema, readPoint: readPoint, batch: n, omitUB: omit}, nil
-}
-
-var _ runner.OmittingReader = (*reader)(nil)
-
-// Omitted implements runner.OmittingReader: with OmitUpdateBefore a
-// STANDARD read leaves out each update's UPDATE_BEFORE, one per
-// UPDATE_AFTER read so far.
-func (r *reader) Omitted() map[cdc.Op]int64 {
-	if !r.omitUB || r.afterRead == 0 {
-		return map[cdc.Op]int64{}
-	}
-	return map[cdc.Op]int64{cdc.OpUpdateBefore: r.afterRead}
+	return &reader{tx: tx, rows: rows, schema: s.TableSchema, readPoint: readPoint, batch: n}, nil
 }
 
 type reader struct {
@@ -219,8 +206,6 @@ type reader struct {
 	readPoint cdc.Offset
 	batch     int
 	done      bool
-	omitUB    bool  // UPDATE_BEFORE left out (ReadOptions.OmitUpdateBefore)
-	afterRead int64 // UPDATE_AFTER changes returned so far
 }
 
 func (r *reader) ReadPoint() cdc.Offset { return r.readPoint }
@@ -245,9 +230,6 @@ func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 		ch, err := scanChange(r.rows, cols)
 		if err != nil {
 			return nil, err
-		}
-		if ch.Op == cdc.OpUpdateAfter {
-			r.afterRead++
 		}
 		out = append(out, ch)
 	}
