@@ -197,8 +197,9 @@ func (r *Runner) runThroughWith(ctx context.Context, prep *Prepared, res *Result
 
 // transform filters and projects a batch, counting what was read.
 func (prep *Prepared) transform(batch []cdc.Change, read map[cdc.Op]int64) ([]cdc.Change, error) {
-	out := batch[:0:0]
+	out := make([]cdc.Change, 0, len(batch))
 	nmeta := len(cdc.MetadataColumns)
+	pass := prep.passThrough(nmeta)
 	for i := range batch {
 		ch := &batch[i]
 		read[ch.Op]++
@@ -211,6 +212,19 @@ func (prep *Prepared) transform(batch []cdc.Change, read map[cdc.Op]int64) ([]cd
 			if v != true {
 				continue
 			}
+		}
+		if pass && len(ch.Row) == len(prep.project) {
+			// The change is its own projection: its Row and Present are
+			// handed on (the batch is this run's), a column a partial row
+			// does not carry read as NULL, as evaluating it would.
+			proj := cdc.Change{Op: ch.Op, CommitVersion: ch.CommitVersion, CommitTime: ch.CommitTime, Row: ch.Row, Present: ch.Present}
+			for j := range proj.Present {
+				if !proj.Present[j] {
+					proj.Row[j] = nil
+				}
+			}
+			out = append(out, proj)
+			continue
 		}
 		proj := cdc.Change{Op: ch.Op, CommitVersion: ch.CommitVersion, CommitTime: ch.CommitTime, Row: make([]any, len(prep.project))}
 		if ch.IsPartial() {
@@ -236,6 +250,23 @@ func (prep *Prepared) transform(batch []cdc.Change, read map[cdc.Op]int64) ([]cd
 		out = append(out, proj)
 	}
 	return out, nil
+}
+
+// passThrough reports whether the projection is the stream's table
+// columns in their order, each a bare column reference (a job without a
+// select list, or one naming every column in order): a change is then its
+// own projection, with no evaluation and no copy (transform).
+func (prep *Prepared) passThrough(nmeta int) bool {
+	if prep.stream == nil || len(prep.project) != len(prep.stream.TableSchema.Columns) {
+		return false
+	}
+	for j, b := range prep.project {
+		ref, ok := b.Column()
+		if !ok || ref.Rel != 0 || ref.Col != nmeta+j {
+			return false
+		}
+	}
+	return true
 }
 
 // rowError names the row's key in an evaluation error.
