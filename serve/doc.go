@@ -16,7 +16,12 @@
 //     process (reason "locked": Config.Locker, a database lock).
 //   - continuous jobs run again as soon as a run that moved rows ends;
 //     when a run finds nothing, they wait Config.IdleBackoff (100ms
-//     doubling to 5s) or until their Waker (PGListener: LISTEN/NOTIFY) fires.
+//     doubling to 5s) or until their Waker (PGListener: LISTEN/NOTIFY;
+//     PollWatcher: one watcher per SQLite file) fires.
+//   - a job whose Waker is a Positioner (PollWatcher) is not run while its
+//     change log's position is the one it had before the job's last run
+//     that found nothing (reason "unchanged"), for at most Config.QuietMax
+//     since its last run: idle jobs cost nothing per fire.
 //   - manual jobs (no schedule) are listed but never fired.
 //
 // A failed run is classified by IsTransient. Transient failures — faults

@@ -16,8 +16,9 @@ const (
 	// EventScheduled: a timed job armed its timer for Event.Next.
 	EventScheduled EventKind = "scheduled"
 	// EventSkipped: a fire did not run; Reason is "running" (still running
-	// in this process), "locked" (running in another process) or
-	// "closing".
+	// in this process), "locked" (running in another process), "closing",
+	// or "unchanged" (its Positioner shows nothing new since its last run
+	// that found nothing; Config.QuietMax).
 	EventSkipped EventKind = "skipped"
 	// EventStarted: a run started (the lock is held).
 	EventStarted EventKind = "started"
@@ -59,6 +60,7 @@ type outcome struct {
 	stopped bool // the failure stopped the job (stopJob)
 	history bool // the run goes into the History (an empty poll does not)
 	empty   bool // the run found nothing pending (isEmpty)
+	quiet   bool // skipped: nothing changed since the last empty run (quiet.go)
 	err     error
 }
 
@@ -67,6 +69,10 @@ type outcome struct {
 // a long run never shifts later fires.
 func (s *Server) timedLoop(ctx context.Context, e *entry, st *state) {
 	name := e.job.Name
+	if w := s.waker(ctx, e); w != nil {
+		// A timed job uses only its waker's position (quiet.go).
+		defer w.Close()
+	}
 	next := e.sched.Next(s.clock.Now())
 	for {
 		if next.IsZero() {
@@ -121,15 +127,9 @@ func (s *Server) fire(ctx context.Context, e *entry, st *state) {
 func (s *Server) continuousLoop(ctx context.Context, e *entry, st *state) {
 	name := e.job.Name
 	var wake <-chan struct{}
-	if s.cfg.Waker != nil {
-		w, err := s.cfg.Waker(ctx, e.job)
-		switch {
-		case err != nil:
-			s.log.Warn("no wake-ups for continuous job; polling only", "job", name, "err", err)
-		case w != nil:
-			defer w.Close()
-			wake = w.C()
-		}
+	if w := s.waker(ctx, e); w != nil {
+		defer w.Close()
+		wake = w.C()
 	}
 	idle := 0
 	for ctx.Err() == nil {
@@ -171,6 +171,38 @@ func (s *Server) continuousLoop(ctx context.Context, e *entry, st *state) {
 			idle = 0
 		}
 	}
+}
+
+// waker returns the job's Waker from Config.Waker (nil when there is none
+// or it failed, which is logged) and, when it is a Positioner, lets the
+// job's runs be skipped while nothing changes (quiet.go).
+func (s *Server) waker(ctx context.Context, e *entry) Waker {
+	if s.cfg.Waker == nil {
+		return nil
+	}
+	w, err := s.cfg.Waker(ctx, e.job)
+	if err != nil {
+		s.log.Warn("no wake-ups for the job; polling only", "job", e.job.Name, "err", err)
+		return nil
+	}
+	if w == nil {
+		return nil
+	}
+	if p, ok := w.(Positioner); ok {
+		e.quiet.setWatch(p)
+	}
+	return closeFunc{w, func() { e.quiet.setWatch(nil) }}
+}
+
+// closeFunc is a Waker whose Close also runs done.
+type closeFunc struct {
+	Waker
+	done func()
+}
+
+func (c closeFunc) Close() error {
+	c.done()
+	return c.Waker.Close()
 }
 
 // execute runs a job, retrying transient failures with RetryBackoff until
@@ -221,6 +253,12 @@ func (s *Server) execute(ctx context.Context, e *entry, st *state) outcome {
 func (s *Server) attempt(e *entry, st *state) outcome {
 	ctx := s.runCtx
 	name := e.job.Name
+	skip, pos, posOK := e.quiet.before(s.clock.Now(), s.quietMax())
+	if skip {
+		s.log.Debug("fire skipped: nothing changed since the last run that found nothing", "job", name)
+		s.metrics.FireSkipped(name, "unchanged")
+		return outcome{status: StatusCommitted, empty: true, quiet: true}
+	}
 	if s.slots != nil {
 		// Wait for a run slot before taking the job's lock, so that a
 		// waiting job does not keep another process from running it.
@@ -291,6 +329,7 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 		s.metrics.observe(name, res, err, st0)
 	}
 	out := outcome{status: st0, err: err, run: r, history: !emptyPoll, empty: emptyPoll}
+	e.quiet.after(start, emptyPoll && st0 == StatusCommitted, pos, posOK)
 	switch st0 {
 	case StatusCommitted:
 		out.moved = Rows(r.Read) > 0 || !r.From.Equal(r.To)
@@ -330,6 +369,8 @@ func (s *Server) emitDone(name string, out outcome) {
 		}
 	case out.locked:
 		s.emit(Event{Kind: EventSkipped, Job: name, Reason: "locked"})
+	case out.quiet:
+		s.emit(Event{Kind: EventSkipped, Job: name, Reason: "unchanged"})
 	}
 }
 

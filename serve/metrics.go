@@ -232,7 +232,7 @@ func (m *Metrics) SetRunning(job string, running bool) {
 }
 
 // FireSkipped counts a scheduled fire that did not run; reason is
-// "running" or "locked".
+// "running", "locked" or "unchanged" (Config.QuietMax).
 func (m *Metrics) FireSkipped(job, reason string) {
 	m.skipped.WithLabelValues(job, reason).Inc()
 }

@@ -76,8 +76,17 @@ type Config struct {
 	// them, every LagInterval, for sluice_change_log_rows and
 	// sluice_change_log_bytes; optional.
 	TrimLogs TrimLogsFunc
-	// Waker gives continuous jobs a wake-up source; optional.
+	// Waker gives jobs a wake-up source; optional. Continuous jobs wait on
+	// it while idle; a Waker that is also a Positioner (PollWatcher) lets
+	// timed and continuous jobs skip runs while their change log stays
+	// where it was before their last run that found nothing (QuietMax).
 	Waker WakerFunc
+	// QuietMax bounds how long a job's runs may be skipped because its
+	// Positioner says nothing changed: after QuietMax since its last run,
+	// the job runs anyway (so what the position does not show, such as a
+	// job's checkpoint reset in its sink, is seen within QuietMax). 0 →
+	// DefaultQuietMax; negative → never skip.
+	QuietMax time.Duration
 	// Listen is the address of /healthz and /metrics (":9464"); "" → no
 	// HTTP listener (Handler can still be mounted elsewhere).
 	Listen string
@@ -157,6 +166,8 @@ type entry struct {
 	sched schedule.Schedule
 	stop  context.CancelFunc // ends the loop; nil until started
 	done  chan struct{}      // closed when the loop has exited
+
+	quiet quietState // runs skipped while nothing changed (quiet.go)
 }
 
 // state is what the server knows about a job name; it survives reloads.

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicedata/sluice/runner"
 	"github.com/sluicedata/sluice/serve"
 	"github.com/sluicedata/sluice/sources/postgres"
+	"github.com/sluicedata/sluice/sources/sqlite"
 )
 
 func init() { register(newServeCmd) }
@@ -154,31 +155,39 @@ func loadDefs(ctx context.Context, r *runner.Runner, paths []string, maxSize int
 	return defs
 }
 
-// pgListeners wakes continuous jobs reading a PostgreSQL stream when the
-// capture trigger of the stream's table notifies (postgres.NotifyChannel):
-// one serve.PGListener, so one LISTEN session, per database whatever the
-// number of jobs. Jobs on other sources get no waker and poll.
+// pgListeners gives jobs their serve.Waker: continuous jobs reading a
+// PostgreSQL stream are woken when the capture trigger of the stream's
+// table notifies (postgres.NotifyChannel), on one serve.PGListener, so one
+// LISTEN session, per database whatever the number of jobs; jobs reading a
+// SQLite stream, timed or continuous, subscribe to one serve.PollWatcher
+// per database file (sqlite.LogWatch), which wakes them when their table's
+// change log grows and lets serve skip their runs while it does not.
+// Timed PostgreSQL jobs and other sources get no waker.
 type pgListeners struct {
 	ctx context.Context
 	r   *runner.Runner
 	log *slog.Logger
 
-	mu  sync.Mutex
-	all map[string]*serve.PGListener // by resolved connection URL
+	mu     sync.Mutex
+	all    map[string]*serve.PGListener  // by resolved connection URL
+	sqlite map[string]*serve.PollWatcher // by database identity (the file's path)
+	closer []func() error
 }
 
 func newPGListeners(ctx context.Context, r *runner.Runner, log *slog.Logger) *pgListeners {
-	return &pgListeners{ctx: ctx, r: r, log: log, all: map[string]*serve.PGListener{}}
+	return &pgListeners{ctx: ctx, r: r, log: log, all: map[string]*serve.PGListener{}, sqlite: map[string]*serve.PollWatcher{}}
 }
 
 // waker is the serve.WakerFunc: a subscription to the job's table channel
-// on the listener of the job's database.
+// on the listener of the job's database, or to the job's table on the
+// watcher of its SQLite file.
 func (p *pgListeners) waker(ctx context.Context, job *plan.Job) (serve.Waker, error) {
 	b, err := p.r.JobBackend(ctx, job, job.Conn)
 	if err != nil {
 		return nil, err
 	}
-	if b.Scheme() != "postgres" {
+	scheme := b.Scheme()
+	if scheme != "postgres" && scheme != "sqlite" || scheme == "postgres" && job.Schedule != "continuous" {
 		return nil, nil
 	}
 	src, ok := b.(runner.Source)
@@ -193,6 +202,9 @@ func (p *pgListeners) waker(ctx context.Context, job *plan.Job) (serve.Waker, er
 	if err != nil {
 		return nil, err
 	}
+	if scheme == "sqlite" {
+		return p.sqliteWaker(ctx, b.Identity(), url, info.Table)
+	}
 	p.mu.Lock()
 	l, ok := p.all[url]
 	if !ok {
@@ -203,11 +215,32 @@ func (p *pgListeners) waker(ctx context.Context, job *plan.Job) (serve.Waker, er
 	return l.Subscribe(postgres.NotifyChannel(info.Table)), nil
 }
 
+// sqliteWaker subscribes to table on the watcher of the SQLite file id,
+// starting the watcher (with its own connection) on first use.
+func (p *pgListeners) sqliteWaker(ctx context.Context, id, url, table string) (serve.Waker, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.sqlite[id]
+	if !ok {
+		lw, err := sqlite.OpenLogWatch(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		w = serve.NewPollWatcher(p.ctx, 0, lw.Positions, p.log.With("watcher", id))
+		p.sqlite[id] = w
+		p.closer = append(p.closer, w.Close, lw.Close)
+	}
+	return w.Subscribe(sqlite.WatchKey(table)), nil
+}
+
 // Close stops every listener.
 func (p *pgListeners) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, l := range p.all {
 		_ = l.Close()
+	}
+	for _, c := range p.closer { // each watcher before its LogWatch
+		_ = c()
 	}
 }

@@ -1,0 +1,137 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sluicedata/sluice/internal/sqlitex"
+)
+
+// LogWatch tells where the change logs of one SQLite database stand, for
+// `sluice serve`'s one watcher per database (serve.PollWatcher): a SQLite
+// capture has no notification to listen to, so serve asks this instead of
+// running every idle job to find out that nothing changed.
+//
+// It holds one connection of its own. Each call of Positions first reads
+// PRAGMA data_version, which changes only when another connection
+// committed to the file (https://sqlite.org/pragma.html#pragma_data_version);
+// while it is unchanged the previous answer is returned without reading
+// anything else, so an idle database costs one PRAGMA per call.
+type LogWatch struct {
+	db   *sql.DB
+	conn *sql.Conn
+	dv   int64
+	last map[string]string // nil until the first read
+}
+
+// OpenLogWatch opens a LogWatch on the SQLite database of url
+// ("sqlite:PATH"). The file must exist (a watch never creates one); an
+// error wraps the cause.
+func OpenLogWatch(ctx context.Context, url string) (*LogWatch, error) {
+	loc, err := sqlitex.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	if err := loc.MustExist(); err != nil {
+		return nil, err
+	}
+	db, err := sqlitex.Open(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("watch %s: %w", loc.Path, err)
+	}
+	return &LogWatch{db: db, conn: conn}, nil
+}
+
+// WatchKey is the key of table in the map Positions returns (table names
+// compare case-insensitively, as sluice_tracking's NOCASE does: ASCII
+// letters only).
+func WatchKey(table string) string {
+	b := []byte(table)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// Positions returns, for each tracked table of the database by WatchKey,
+// a text that changes whenever a change is logged for the table (its
+// change log's last seq), its tracking is enabled again or its columns are
+// synced (sluice_tracking), a stream on it is created, dropped or goes
+// stale (sluice_streams' ids and stale marks, not their offsets), or the
+// schema of the database changes (PRAGMA schema_version: an ALTER TABLE).
+// Equal texts at two times mean a job reading a stream of the table has
+// nothing new to read between them. A database without sluice's catalog
+// yields an empty map. The map is shared between calls: do not modify it.
+func (w *LogWatch) Positions(ctx context.Context) (map[string]string, error) {
+	var dv int64
+	if err := w.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&dv); err != nil {
+		return nil, fmt.Errorf("watch: PRAGMA data_version: %w", err)
+	}
+	if w.last != nil && dv == w.dv {
+		return w.last, nil
+	}
+	pos, err := w.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w.dv, w.last = dv, pos
+	return pos, nil
+}
+
+func (w *LogWatch) read(ctx context.Context) (map[string]string, error) {
+	var sv int64
+	if err := w.conn.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&sv); err != nil {
+		return nil, fmt.Errorf("watch: PRAGMA schema_version: %w", err)
+	}
+	var n int
+	if err := w.conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('sluice_tracking', 'sluice_streams')`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("watch: read the catalog: %w", err)
+	}
+	out := map[string]string{}
+	if n < 2 {
+		return out, nil // nothing tracked yet
+	}
+	rows, err := w.conn.QueryContext(ctx, `SELECT t.tbl, t.enabled, t.columns,
+	COALESCE((SELECT seq FROM sqlite_sequence WHERE name = t.log), 0),
+	COALESCE((SELECT group_concat(s.id || '/' || COALESCE(s.stale_since, ''), ',') FROM sluice_streams s WHERE s.tbl = t.tbl), '')
+FROM sluice_tracking t`)
+	if err != nil && strings.Contains(err.Error(), "no such table: sqlite_sequence") {
+		// No AUTOINCREMENT table yet: no change was ever logged.
+		rows, err = w.conn.QueryContext(ctx, `SELECT t.tbl, t.enabled, t.columns, 0,
+	COALESCE((SELECT group_concat(s.id || '/' || COALESCE(s.stale_since, ''), ',') FROM sluice_streams s WHERE s.tbl = t.tbl), '')
+FROM sluice_tracking t`)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tbl, enabled, columns, streams string
+		var seq int64
+		if err := rows.Scan(&tbl, &enabled, &columns, &seq, &streams); err != nil {
+			return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
+		}
+		out[WatchKey(tbl)] = strconv.FormatInt(seq, 10) + "|" + strconv.FormatInt(sv, 10) + "|" + enabled + "|" + streams + "|" + columns
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
+	}
+	return out, nil
+}
+
+// Close releases the connection.
+func (w *LogWatch) Close() error {
+	return errors.Join(w.conn.Close(), w.db.Close())
+}
