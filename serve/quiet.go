@@ -59,6 +59,18 @@ func (q *quietState) after(start time.Time, empty bool, pos string, ok bool) {
 	q.pos, q.ok = pos, ok && empty
 }
 
+// unchanged reports whether the job's last run found nothing and its
+// position has not moved since: no change is pending.
+func (q *quietState) unchanged() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.watch == nil || !q.ok {
+		return false
+	}
+	pos, ok := q.watch.Position()
+	return ok && pos == q.pos
+}
+
 // quietMax is the configured QuietMax.
 func (s *Server) quietMax() time.Duration {
 	if s.cfg.QuietMax == 0 {

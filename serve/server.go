@@ -580,13 +580,20 @@ func (s *Server) lagLoop(ctx context.Context) {
 	for {
 		s.mu.Lock()
 		jobs := make([]*plan.Job, 0, len(s.entries))
+		entries := make([]*entry, 0, len(s.entries))
 		for _, e := range s.entries {
-			jobs = append(jobs, e.job)
+			jobs, entries = append(jobs, e.job), append(entries, e)
 		}
 		s.mu.Unlock()
 		if s.cfg.Lag != nil {
-			for _, j := range jobs {
-				s.refreshLag(ctx, j)
+			for _, e := range entries {
+				if e.quiet.unchanged() {
+					// Its last run found nothing and nothing was logged
+					// since: no change is pending (quiet.go).
+					s.setLag(e.job, Lag{}, nil)
+					continue
+				}
+				s.refreshLag(ctx, e.job)
 			}
 		}
 		if s.cfg.TrimLogs != nil {
@@ -620,16 +627,23 @@ func (s *Server) refreshLag(ctx context.Context, j *plan.Job) {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	lag, err := s.cfg.Lag(lctx, j)
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	s.setLag(j, lag, err)
+}
+
+// setLag stores a measured lag (or the error measuring it) in the job's
+// state and the metrics.
+func (s *Server) setLag(j *plan.Job, lag Lag, err error) {
 	s.mu.Lock()
 	st := s.stateLocked(j.Name)
 	s.mu.Unlock()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err != nil {
-		if ctx.Err() == nil {
-			st.lagErr = err.Error()
-			s.log.Debug("measuring stream lag failed", "job", j.Name, "err", err)
-		}
+		st.lagErr = err.Error()
+		s.log.Debug("measuring stream lag failed", "job", j.Name, "err", err)
 		return
 	}
 	st.lag, st.lagErr = &lag, ""

@@ -22,6 +22,14 @@
 // PostgreSQL with -idle-pg) and no changes; the child's (utime + stime) /
 // wall time is its idle CPU.
 //
+// Scale phase (-scale 50,200,1000; scale.go): N tracked tables and N jobs,
+// half continuous and half @every 10s, on one `sluice serve` per backend:
+// start-up until /readyz, idle CPU, connections held, an application's
+// one-row commit latency, and the delivery of one change per table.
+//
+//	go run ./bench/serve -skip pg,sqlite,idle -scale 50,200,1000
+//	go run ./bench/serve -skip pg,sqlite,idle -scale 200 -bin /tmp/sluice-old   # an older build, side by side
+//
 // Temporary PostgreSQL databases (sluice_bench_*) are dropped at the end.
 package main
 
@@ -96,11 +104,14 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "sluice")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sluice")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("go build ./cmd/sluice (run from the repository root): %w", err)
+	bin := *binFlag
+	if bin == "" {
+		bin = filepath.Join(dir, "sluice")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sluice")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build ./cmd/sluice (run from the repository root): %w", err)
+		}
 	}
 	skipped := map[string]bool{}
 	for _, s := range strings.Split(*skip, ",") {
@@ -136,19 +147,32 @@ func run(ctx context.Context) error {
 			idles = append(idles, r)
 		}
 	}
-	fmt.Printf("\nchange-to-target latency, %d changes/s for %s (poller every %s)\n", *rate, *load, *poll)
-	fmt.Printf("%-46s %8s %9s %9s %9s %9s %9s\n", "job", "rows", "p50", "p99", "max", "CPU", "peak RSS")
-	// CPU: the child's (utime + stime) / its lifetime (warm-up and drain included).
-	for _, l := range lats {
-		fmt.Printf("%-46s %8d %9s %9s %9s %8.1f%% %7dMB\n", l.name, l.rows, ms(l.p50), ms(l.p99), ms(l.max),
-			100*l.cpu.Seconds()/l.wall.Seconds(), l.rssKB/1024)
+	var scales []scaleResult
+	if *scaleJobs != "" {
+		scales, err = runScale(ctx, bin, dir)
+		if err != nil {
+			printScale(scales)
+			return err
+		}
 	}
-	fmt.Printf("\nidle `sluice serve`, no changes\n")
-	fmt.Printf("%-46s %6s %8s %10s %9s %9s\n", "jobs", "count", "wall", "CPU time", "CPU", "peak RSS")
-	for _, r := range idles {
-		fmt.Printf("%-46s %6d %8s %10s %8.2f%% %7dMB\n", r.name, r.jobs, r.wall.Round(time.Millisecond), r.cpu.Round(time.Millisecond),
-			100*r.cpu.Seconds()/r.wall.Seconds(), r.rssKB/1024)
+	if len(lats) > 0 {
+		fmt.Printf("\nchange-to-target latency, %d changes/s for %s (poller every %s)\n", *rate, *load, *poll)
+		fmt.Printf("%-46s %8s %9s %9s %9s %9s %9s\n", "job", "rows", "p50", "p99", "max", "CPU", "peak RSS")
+		// CPU: the child's (utime + stime) / its lifetime (warm-up and drain included).
+		for _, l := range lats {
+			fmt.Printf("%-46s %8d %9s %9s %9s %8.1f%% %7dMB\n", l.name, l.rows, ms(l.p50), ms(l.p99), ms(l.max),
+				100*l.cpu.Seconds()/l.wall.Seconds(), l.rssKB/1024)
+		}
 	}
+	if len(idles) > 0 {
+		fmt.Printf("\nidle `sluice serve`, no changes\n")
+		fmt.Printf("%-46s %6s %8s %10s %9s %9s\n", "jobs", "count", "wall", "CPU time", "CPU", "peak RSS")
+		for _, r := range idles {
+			fmt.Printf("%-46s %6d %8s %10s %8.2f%% %7dMB\n", r.name, r.jobs, r.wall.Round(time.Millisecond), r.cpu.Round(time.Millisecond),
+				100*r.cpu.Seconds()/r.wall.Seconds(), r.rssKB/1024)
+		}
+	}
+	printScale(scales)
 	return nil
 }
 

@@ -252,6 +252,27 @@ func (pd *pushdown) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 	if err := b.ensureSchema(ctx); err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
 	}
+	stats, from, to, err := pd.runLocked(ctx, job)
+	if err != nil {
+		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
+	}
+	// The purges below take connections of their own: the run's is back in
+	// the pool by now, so runs that each waited for a second connection
+	// while holding one cannot exhaust the pool and wait forever.
+	if from.Equal(to) { // nothing new: every poll of a continuous job
+		b.log.Debug("pushdown run committed, nothing new", "job", job, "stream", s.Name, "offset", to.String())
+	} else {
+		b.log.Info("pushdown run committed", "job", job, "stream", s.Name, "from", from.String(), "to", to.String())
+		b.purgeAfterCommit(ctx, s.Table)
+		b.purgeStreamless(ctx)
+	}
+	return stats, from, to, nil
+}
+
+// runLocked runs the pushdown's transaction on one pooled connection under
+// the job's advisory lock, and returns the connection before returning.
+func (pd *pushdown) runLocked(ctx context.Context, job string) (runner.Stats, cdc.Offset, cdc.Offset, error) {
+	b := pd.b
 	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, b.wrap(err, "connect")
@@ -279,13 +300,6 @@ func (pd *pushdown) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 	}
 	if err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, hide(err, b.secret)
-	}
-	if from.Equal(to) { // nothing new: every poll of a continuous job
-		b.log.Debug("pushdown run committed, nothing new", "job", job, "stream", s.Name, "offset", to.String())
-	} else {
-		b.log.Info("pushdown run committed", "job", job, "stream", s.Name, "from", from.String(), "to", to.String())
-		b.purgeAfterCommit(ctx, s.Table)
-		b.purgeStreamless(ctx)
 	}
 	return stats, from, to, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/sluicedata/sluice/internal/sqlitex"
 )
@@ -52,11 +51,11 @@ func OpenLogWatch(ctx context.Context, url string) (*LogWatch, error) {
 	return &LogWatch{db: db, conn: conn}, nil
 }
 
-// WatchKey is the key of table in the map Positions returns (table names
-// compare case-insensitively, as sluice_tracking's NOCASE does: ASCII
+// WatchKey is the key of a stream in the map Positions returns (stream
+// names compare case-insensitively, as sluice_streams' NOCASE does: ASCII
 // letters only).
-func WatchKey(table string) string {
-	b := []byte(table)
+func WatchKey(stream string) string {
+	b := []byte(stream)
 	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
 			b[i] = c + 'a' - 'A'
@@ -65,15 +64,16 @@ func WatchKey(table string) string {
 	return string(b)
 }
 
-// Positions returns, for each tracked table of the database by WatchKey,
-// a text that changes whenever a change is logged for the table (its
-// change log's last seq), its tracking is enabled again or its columns are
-// synced (sluice_tracking), a stream on it is created, dropped or goes
-// stale (sluice_streams' ids and stale marks, not their offsets), or the
-// schema of the database changes (PRAGMA schema_version: an ALTER TABLE).
-// Equal texts at two times mean a job reading a stream of the table has
-// nothing new to read between them. A database without sluice's catalog
-// yields an empty map. The map is shared between calls: do not modify it.
+// Positions returns, for each table stream of the database by WatchKey of
+// its name, a text that changes whenever a change is logged for the
+// stream's table (its change log's last seq), the stream is dropped and
+// created again or goes stale (its id and stale mark, not its offset), the
+// table's tracking is enabled again or its columns are synced
+// (sluice_tracking), or the schema of the database changes (PRAGMA
+// schema_version: an ALTER TABLE). Equal texts at two times mean that a
+// job reading the stream has nothing new to read between them. A database
+// without sluice's catalog yields an empty map. The map is shared between
+// calls: do not modify it.
 func (w *LogWatch) Positions(ctx context.Context) (map[string]string, error) {
 	var dv int64
 	if err := w.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&dv); err != nil {
@@ -90,40 +90,39 @@ func (w *LogWatch) Positions(ctx context.Context) (map[string]string, error) {
 	return pos, nil
 }
 
+// watchSQL reads each stream's position; %s is the change log's last seq.
+const watchSQL = `SELECT s.name, s.id, COALESCE(s.stale_since, ''), COALESCE(t.enabled, ''), COALESCE(t.columns, ''), %s
+FROM sluice_streams s LEFT JOIN sluice_tracking t ON t.tbl = s.tbl`
+
 func (w *LogWatch) read(ctx context.Context) (map[string]string, error) {
 	var sv int64
 	if err := w.conn.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&sv); err != nil {
 		return nil, fmt.Errorf("watch: PRAGMA schema_version: %w", err)
 	}
-	var n int
-	if err := w.conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('sluice_tracking', 'sluice_streams')`).Scan(&n); err != nil {
+	var n, seqs int
+	if err := w.conn.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE name IN ('sluice_tracking', 'sluice_streams')), count(*) FILTER (WHERE name = 'sqlite_sequence') FROM sqlite_schema WHERE type = 'table'`).Scan(&n, &seqs); err != nil {
 		return nil, fmt.Errorf("watch: read the catalog: %w", err)
 	}
 	out := map[string]string{}
 	if n < 2 {
 		return out, nil // nothing tracked yet
 	}
-	rows, err := w.conn.QueryContext(ctx, `SELECT t.tbl, t.enabled, t.columns,
-	COALESCE((SELECT seq FROM sqlite_sequence WHERE name = t.log), 0),
-	COALESCE((SELECT group_concat(s.id || '/' || COALESCE(s.stale_since, ''), ',') FROM sluice_streams s WHERE s.tbl = t.tbl), '')
-FROM sluice_tracking t`)
-	if err != nil && strings.Contains(err.Error(), "no such table: sqlite_sequence") {
-		// No AUTOINCREMENT table yet: no change was ever logged.
-		rows, err = w.conn.QueryContext(ctx, `SELECT t.tbl, t.enabled, t.columns, 0,
-	COALESCE((SELECT group_concat(s.id || '/' || COALESCE(s.stale_since, ''), ',') FROM sluice_streams s WHERE s.tbl = t.tbl), '')
-FROM sluice_tracking t`)
+	seq := "0" // no AUTOINCREMENT table yet: no change was ever logged
+	if seqs > 0 {
+		seq = "COALESCE((SELECT seq FROM sqlite_sequence WHERE name = t.log), 0)"
 	}
+	rows, err := w.conn.QueryContext(ctx, fmt.Sprintf(watchSQL, seq))
 	if err != nil {
 		return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var tbl, enabled, columns, streams string
-		var seq int64
-		if err := rows.Scan(&tbl, &enabled, &columns, &seq, &streams); err != nil {
+		var name, id, stale, enabled, columns string
+		var last int64
+		if err := rows.Scan(&name, &id, &stale, &enabled, &columns, &last); err != nil {
 			return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
 		}
-		out[WatchKey(tbl)] = strconv.FormatInt(seq, 10) + "|" + strconv.FormatInt(sv, 10) + "|" + enabled + "|" + streams + "|" + columns
+		out[WatchKey(name)] = strconv.FormatInt(last, 10) + "|" + strconv.FormatInt(sv, 10) + "|" + id + "|" + stale + "|" + enabled + "|" + columns
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)

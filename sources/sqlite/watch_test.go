@@ -9,10 +9,11 @@ import (
 	"github.com/sluicedata/sluice/sources/sqlite"
 )
 
-// TestLogWatchPositions: a table's position moves with every change logged
-// for it, a new stream and an ALTER TABLE, and with nothing else — not with
-// writes to an untracked table, nor with reads; a database without
-// sluice's catalog has no positions.
+// TestLogWatchPositions: a stream's position moves with every change logged
+// for its table, an ALTER TABLE and the stream's re-creation, and with
+// nothing else — not with writes to an untracked table or to another
+// tracked table, nor with reads; a database without sluice's catalog, and
+// a table without a stream, have no positions.
 func TestLogWatchPositions(t *testing.T) {
 	url := "sqlite:" + filepath.Join(t.TempDir(), "w.db")
 	f := newFixture(t, url)
@@ -35,9 +36,15 @@ func TestLogWatchPositions(t *testing.T) {
 	f.exec(&dsl.CreateTable{Table: "Orders", Schema: conformance.Orders.Schema})
 	f.exec(&dsl.SetChangeTracking{Table: "Orders", Enabled: true})
 	f.sql("CREATE TABLE other (x INTEGER)")
-	p0 := pos()["orders"]
-	if p0 == "" {
-		t.Fatalf("tracked table Orders has no position under key %q: %v", sqlite.WatchKey("Orders"), pos())
+	if p := pos(); len(p) != 0 {
+		t.Fatalf("no stream yet: positions %v, want none", p)
+	}
+	f.exec(&dsl.CreateStream{Stream: "S", Table: "Orders"})
+	f.exec(&dsl.CreateTable{Table: "second", Schema: conformance.Orders.Schema})
+	f.exec(&dsl.SetChangeTracking{Table: "second", Enabled: true})
+	f.exec(&dsl.CreateStream{Stream: "s2", Table: "second"})
+	if pos()[sqlite.WatchKey("S")] == "" {
+		t.Fatalf("stream S has no position under key %q: %v", sqlite.WatchKey("S"), pos())
 	}
 	type step struct {
 		name  string
@@ -46,6 +53,7 @@ func TestLogWatchPositions(t *testing.T) {
 	}
 	for _, s := range []step{
 		{"insert into an untracked table", "INSERT INTO other VALUES (1)", false},
+		{"insert into another tracked table", "INSERT INTO second (id, name, amount, status) VALUES (1, 'a', '1.50', 'new')", false},
 		{"a read", "SELECT count(*) FROM orders", false},
 		{"insert", "INSERT INTO orders (id, name, amount, status) VALUES (1, 'a', '1.50', 'new')", true},
 		{"update", "UPDATE orders SET status = 'paid' WHERE id = 1", true},
@@ -53,16 +61,20 @@ func TestLogWatchPositions(t *testing.T) {
 		{"delete", "DELETE FROM orders WHERE id = 1", true},
 		{"add column", "ALTER TABLE orders ADD COLUMN note TEXT", true},
 	} {
-		before := pos()["orders"]
+		before := pos()["s"]
 		f.sql(s.sql)
-		after := pos()["orders"]
+		after := pos()["s"]
 		if (after != before) != s.moves {
 			t.Errorf("%s: position %q → %q, want moved=%v", s.name, before, after, s.moves)
 		}
 	}
-	before := pos()["orders"]
+	before := pos()["s"]
+	f.exec(&dsl.DropStream{Stream: "s"})
+	if _, ok := pos()["s"]; ok {
+		t.Errorf("dropped stream s still has a position")
+	}
 	f.exec(&dsl.CreateStream{Stream: "s", Table: "Orders"})
-	if after := pos()["orders"]; after == before {
-		t.Errorf("CREATE TABLE STREAM did not move the position %q", before)
+	if after := pos()["s"]; after == before || after == "" {
+		t.Errorf("stream s dropped and created again: position %q → %q, want a new one", before, after)
 	}
 }

@@ -160,7 +160,7 @@ func loadDefs(ctx context.Context, r *runner.Runner, paths []string, maxSize int
 // table notifies (postgres.NotifyChannel), on one serve.PGListener, so one
 // LISTEN session, per database whatever the number of jobs; jobs reading a
 // SQLite stream, timed or continuous, subscribe to one serve.PollWatcher
-// per database file (sqlite.LogWatch), which wakes them when their table's
+// per database file (sqlite.LogWatch), which wakes them when their stream's
 // change log grows and lets serve skip their runs while it does not.
 // Timed PostgreSQL jobs and other sources get no waker.
 type pgListeners struct {
@@ -190,6 +190,15 @@ func (p *pgListeners) waker(ctx context.Context, job *plan.Job) (serve.Waker, er
 	if scheme != "postgres" && scheme != "sqlite" || scheme == "postgres" && job.Schedule != "continuous" {
 		return nil, nil
 	}
+	url, err := p.r.Resolve(job.Conn)
+	if err != nil {
+		return nil, err
+	}
+	if scheme == "sqlite" {
+		// Keyed by stream name: no query per job (a thousand jobs starting
+		// at once would each open a connection).
+		return p.sqliteWaker(ctx, b.Identity(), url, job.Source.Stream)
+	}
 	src, ok := b.(runner.Source)
 	if !ok {
 		return nil, nil
@@ -197,13 +206,6 @@ func (p *pgListeners) waker(ctx context.Context, job *plan.Job) (serve.Waker, er
 	info, err := src.Stream(ctx, job.Source)
 	if err != nil {
 		return nil, err
-	}
-	url, err := p.r.Resolve(job.Conn)
-	if err != nil {
-		return nil, err
-	}
-	if scheme == "sqlite" {
-		return p.sqliteWaker(ctx, b.Identity(), url, info.Table)
 	}
 	p.mu.Lock()
 	l, ok := p.all[url]
@@ -215,9 +217,9 @@ func (p *pgListeners) waker(ctx context.Context, job *plan.Job) (serve.Waker, er
 	return l.Subscribe(postgres.NotifyChannel(info.Table)), nil
 }
 
-// sqliteWaker subscribes to table on the watcher of the SQLite file id,
+// sqliteWaker subscribes to stream on the watcher of the SQLite file id,
 // starting the watcher (with its own connection) on first use.
-func (p *pgListeners) sqliteWaker(ctx context.Context, id, url, table string) (serve.Waker, error) {
+func (p *pgListeners) sqliteWaker(ctx context.Context, id, url, stream string) (serve.Waker, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w, ok := p.sqlite[id]
@@ -230,7 +232,7 @@ func (p *pgListeners) sqliteWaker(ctx context.Context, id, url, table string) (s
 		p.sqlite[id] = w
 		p.closer = append(p.closer, w.Close, lw.Close)
 	}
-	return w.Subscribe(sqlite.WatchKey(table)), nil
+	return w.Subscribe(sqlite.WatchKey(stream)), nil
 }
 
 // Close stops every listener.

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The scale phase (issue #19): N tracked tables and N jobs, half
+// continuous and half @every 10s, on one `sluice serve`, per backend. It
+// measures the start-up until /readyz says every job is armed, the idle
+// CPU over -scale-idle once armed, the connections the server holds
+// (PostgreSQL: pg_stat_activity rows with the server's application_name,
+// sampled every second, maximum; SQLite: the server's open file
+// descriptors on the source and sink files), an application's one-row
+// commit into a tracked table while the jobs are configured, and how long
+// one change to every table takes to reach its target (continuous jobs:
+// p50/p99; @every jobs: the maximum, which the schedule bounds at 10 s plus
+// the run). Peak RSS is the server's.
+var (
+	scaleJobs     = flag.String("scale", "", "comma-separated job counts of the scale phase, e.g. 50,200,1000 (half continuous, half @every 10s); '' skips it")
+	scaleBackends = flag.String("scale-backends", "sqlite,postgres", "backends of the scale phase")
+	scaleIdle     = flag.Duration("scale-idle", 30*time.Second, "idle window of the scale phase, measured after start-up")
+	binFlag       = flag.String("bin", "", "a prebuilt sluice binary to measure instead of building ./cmd/sluice (e.g. an older version, for a side-by-side run)")
+)
+
+type scaleResult struct {
+	backend           string
+	jobs              int
+	startup           time.Duration
+	idleCPU           float64 // percent of one core
+	conns             int
+	commitP50         time.Duration
+	commitP99         time.Duration
+	contP50, contP99  time.Duration
+	timedMax          time.Duration
+	delivered, tables int
+	rssMB             int64
+	errors            int
+}
+
+const appName = "sluice_bench_scale"
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// procCPU returns the CPU time (utime + stime) of pid.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * (time.Second / 100), nil // USER_HZ = 100 on Linux
+}
+
+// fdsOn counts pid's open file descriptors on files whose path starts with
+// one of prefixes.
+func fdsOn(pid int, prefixes ...string) int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		t, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, p := range prefixes {
+			if t == p { // the database file itself (not -wal/-shm): one per connection
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func runScale(ctx context.Context, bin, dir string) ([]scaleResult, error) {
+	var out []scaleResult
+	for _, ns := range strings.Split(*scaleJobs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(ns))
+		if err != nil || n < 2 {
+			return nil, fmt.Errorf("-scale: %q is not a job count of at least 2", ns)
+		}
+		for _, b := range strings.Split(*scaleBackends, ",") {
+			b = strings.TrimSpace(b)
+			fmt.Fprintf(os.Stderr, "scale: %s, %d jobs …\n", b, n)
+			var r scaleResult
+			switch b {
+			case "sqlite":
+				r, err = scaleSQLite(ctx, bin, dir, n)
+			case "postgres":
+				r, err = scalePG(ctx, bin, dir, n)
+			default:
+				err = fmt.Errorf("-scale-backends: unknown backend %q (sqlite, postgres)", b)
+			}
+			if err != nil {
+				return out, fmt.Errorf("scale %s %d: %w", b, n, err)
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// scaleEnv is what one scale run needs from its backend.
+type scaleEnv struct {
+	backend string
+	n       int
+	args    []string                                             // serve's arguments after the job directory is appended
+	conns   func(pid int) int                                    // connections the server holds now
+	insert  func(ctx context.Context, i int, id, us int64) error // one application commit of (id, us) into table t<i>
+	seen    func(ctx context.Context) (map[int]int64, error)     // per target r<i> that holds row 1: its ins value
+}
+
+func scaleSQLite(ctx context.Context, bin, dir string, n int) (scaleResult, error) {
+	src := filepath.Join(dir, fmt.Sprintf("scale-%d.db", n))
+	sink := filepath.Join(dir, fmt.Sprintf("scale-%d-sink.db", n))
+	var targets strings.Builder
+	for i := range n {
+		fmt.Fprintf(&targets, "CREATE TABLE r%d (id BIGINT, ins BIGINT, PRIMARY KEY (id));\n", i)
+	}
+	if err := sluiceExec(ctx, "sqlite:"+sink, targets.String()); err != nil {
+		return scaleResult{}, err
+	}
+	jd := filepath.Join(dir, fmt.Sprintf("scale-%d-sqlite-jobs", n))
+	if err := idleJobs(ctx, "sqlite:"+src, "sqlite:"+sink, jd, n, true, nil); err != nil {
+		return scaleResult{}, err
+	}
+	app, err := openSQLite(src)
+	if err != nil {
+		return scaleResult{}, err
+	}
+	defer app.Close()
+	app.SetMaxOpenConns(1)
+	rd, err := openSQLite(sink)
+	if err != nil {
+		return scaleResult{}, err
+	}
+	defer rd.Close()
+	rd.SetMaxOpenConns(1)
+	srcAbs, _ := filepath.Abs(src)
+	sinkAbs, _ := filepath.Abs(sink)
+	return scaleRun(ctx, bin, dir, jd, scaleEnv{
+		backend: "SQLite", n: n,
+		args:  []string{"--conn", "sqlite:" + src, "--state", "sqlite:" + filepath.Join(dir, fmt.Sprintf("scale-%d-state.db", n))},
+		conns: func(pid int) int { return fdsOn(pid, srcAbs, sinkAbs) },
+		insert: func(ctx context.Context, i int, id, us int64) error {
+			_, err := app.ExecContext(ctx, fmt.Sprintf("INSERT INTO t%d VALUES (?, ?)", i), id, us)
+			return err
+		},
+		seen: func(ctx context.Context) (map[int]int64, error) { return seenRows(ctx, rd, n) },
+	})
+}
+
+// seenRows reads row 1 of every target r0…r<n-1> in one statement.
+func seenRows(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, n int) (map[int]int64, error) {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(" UNION ALL ")
+		}
+		fmt.Fprintf(&b, "SELECT %d, ins FROM r%d WHERE id = 1", i, i)
+	}
+	rows, err := q.QueryContext(ctx, b.String())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int]int64{}
+	for rows.Next() {
+		var i int
+		var ins int64
+		if err := rows.Scan(&i, &ins); err != nil {
+			return nil, err
+		}
+		out[i] = ins
+	}
+	return out, rows.Err()
+}
+
+func scalePG(ctx context.Context, bin, dir string, n int) (scaleResult, error) {
+	src, drop, err := createDB(ctx, "scale")
+	if err != nil {
+		return scaleResult{}, err
+	}
+	defer drop()
+	conn, err := pgx.Connect(ctx, src)
+	if err != nil {
+		return scaleResult{}, err
+	}
+	defer conn.Close(ctx)
+	var ddl strings.Builder
+	for i := range n {
+		fmt.Fprintf(&ddl, "CREATE TABLE t%d (id bigint PRIMARY KEY, ins bigint NOT NULL); CREATE TABLE r%d (id bigint PRIMARY KEY, ins bigint NOT NULL);\n", i, i)
+	}
+	if _, err := conn.Exec(ctx, ddl.String()); err != nil {
+		return scaleResult{}, err
+	}
+	served := src + "&application_name=" + appName
+	if !strings.Contains(src, "?") {
+		served = src + "?application_name=" + appName
+	}
+	jd := filepath.Join(dir, fmt.Sprintf("scale-%d-pg-jobs", n))
+	if err := idleJobs(ctx, served, served, jd, n, true, func(int) error { return nil }); err != nil {
+		return scaleResult{}, err
+	}
+	mon, err := pgx.Connect(ctx, src)
+	if err != nil {
+		return scaleResult{}, err
+	}
+	defer mon.Close(ctx)
+	rd, err := pgx.Connect(ctx, src)
+	if err != nil {
+		return scaleResult{}, err
+	}
+	defer rd.Close(ctx)
+	return scaleRun(ctx, bin, dir, jd, scaleEnv{
+		backend: "PostgreSQL", n: n,
+		args: []string{"--conn", served},
+		conns: func(int) int {
+			var c int
+			_ = mon.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", appName).Scan(&c)
+			return c
+		},
+		insert: func(ctx context.Context, i int, id, us int64) error {
+			_, err := conn.Exec(ctx, fmt.Sprintf("INSERT INTO t%d VALUES ($1, $2)", i), id, us)
+			return err
+		},
+		seen: func(ctx context.Context) (map[int]int64, error) {
+			var b strings.Builder
+			for i := range n {
+				if i > 0 {
+					b.WriteString(" UNION ALL ")
+				}
+				fmt.Fprintf(&b, "SELECT %d, ins FROM r%d WHERE id = 1", i, i)
+			}
+			rows, err := rd.Query(ctx, b.String())
+			if err != nil {
+				return nil, err
+			}
+			out := map[int]int64{}
+			for rows.Next() {
+				var i int
+				var ins int64
+				if err := rows.Scan(&i, &ins); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				out[i] = ins
+			}
+			rows.Close()
+			return out, rows.Err()
+		},
+	})
+}
+
+func scaleRun(ctx context.Context, bin, dir, jobDir string, env scaleEnv) (scaleResult, error) {
+	r := scaleResult{backend: env.backend, jobs: env.n, tables: env.n}
+	addr, err := freePort()
+	if err != nil {
+		return r, err
+	}
+	logFile := filepath.Join(dir, fmt.Sprintf("scale-%s-%d.log", env.backend, env.n))
+	srv, err := startServer(ctx, bin, logFile, append(append([]string{"--listen", addr}, env.args...), jobDir)...)
+	if err != nil {
+		return r, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_, _, _, _ = srv.stop()
+		}
+	}()
+	pid := srv.cmd.Process.Pid
+	connsMax := 0
+	sample := func() { connsMax = max(connsMax, env.conns(pid)) }
+	// Start-up: until /readyz answers 200.
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Since(srv.start) > 5*time.Minute {
+			return r, fmt.Errorf("not ready after 5 minutes")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.startup = time.Since(srv.start)
+	// Let the first runs (every continuous job at once, the timed ones at
+	// their first fire) pass before measuring idle.
+	for t0 := time.Now(); time.Since(t0) < 12*time.Second; time.Sleep(time.Second) {
+		sample()
+	}
+	cpu0, err := procCPU(pid)
+	if err != nil {
+		return r, err
+	}
+	t0 := time.Now()
+	for time.Since(t0) < *scaleIdle {
+		sample()
+		time.Sleep(time.Second)
+	}
+	cpu1, _ := procCPU(pid)
+	r.idleCPU = 100 * (cpu1 - cpu0).Seconds() / time.Since(t0).Seconds()
+	// An application's one-row commits into tracked table t0 while the jobs
+	// are configured (t0 is left out of the delivery check below).
+	var lat []time.Duration
+	for k := range 200 {
+		s := time.Now()
+		if err := env.insert(ctx, 0, int64(k)+100, 0); err != nil {
+			return r, fmt.Errorf("application commit into t0: %w", err)
+		}
+		lat = append(lat, time.Since(s))
+	}
+	slices.Sort(lat)
+	r.commitP50, r.commitP99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	// One change to every table; then wait until each target has it.
+	sent := make([]int64, env.n)
+	for i := 1; i < env.n; i++ {
+		sent[i] = time.Now().UnixMicro()
+		if err := env.insert(ctx, i, 1, sent[i]); err != nil {
+			return r, fmt.Errorf("insert into t%d: %w", i, err)
+		}
+	}
+	arrived := map[int]time.Duration{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(arrived) < env.n-1 && time.Now().Before(deadline) {
+		sample()
+		got, err := env.seen(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "read the targets:", err)
+		}
+		if err == nil {
+			now := time.Now().UnixMicro()
+			for i, ins := range got {
+				if _, ok := arrived[i]; !ok && i > 0 && ins == sent[i] {
+					arrived[i] = time.Duration(now-sent[i]) * time.Microsecond
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var cont, timed []time.Duration
+	for i, d := range arrived {
+		if i < env.n/2 {
+			cont = append(cont, d)
+		} else {
+			timed = append(timed, d)
+		}
+	}
+	slices.Sort(cont)
+	slices.Sort(timed)
+	if len(cont) > 0 {
+		r.contP50, r.contP99 = cont[len(cont)/2], cont[min(len(cont)-1, len(cont)*99/100)]
+	}
+	if len(timed) > 0 {
+		r.timedMax = timed[len(timed)-1]
+	}
+	r.delivered, r.tables = len(arrived), env.n-1
+	sample()
+	r.conns = connsMax
+	stopped = true
+	_, _, rss, err := srv.stop()
+	r.rssMB = rss / 1024
+	logb, _ := os.ReadFile(logFile)
+	r.errors = strings.Count(string(logb), "level=ERROR")
+	if r.delivered < r.tables {
+		fmt.Fprintf(os.Stderr, "scale %s %d: %d of %d changes not delivered; serve log:\n%s\n", env.backend, env.n, r.tables-r.delivered, r.tables, tail(string(logb), 3000))
+	}
+	return r, err
+}
+
+func printScale(rs []scaleResult) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Printf("\nscale: N jobs on one `sluice serve` (half continuous, half @every 10s), idle %s, then one change per table\n", *scaleIdle)
+	fmt.Printf("%-11s %6s %9s %9s %6s %16s %18s %10s %10s %9s %7s\n", "backend", "jobs", "armed in", "idle CPU", "conns", "app commit p50/99", "continuous p50/p99", "@every max", "delivered", "peak RSS", "errors")
+	for _, r := range rs {
+		fmt.Printf("%-11s %6d %9s %8.1f%% %6d %16s %18s %10s %10s %7dMB %7d\n", r.backend, r.jobs, r.startup.Round(10*time.Millisecond), r.idleCPU, r.conns,
+			ms(r.commitP50)+"/"+ms(r.commitP99), ms(r.contP50)+"/"+ms(r.contP99), r.timedMax.Round(10*time.Millisecond),
+			fmt.Sprintf("%d/%d", r.delivered, r.tables), r.rssMB, r.errors)
+	}
+}
