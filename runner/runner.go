@@ -54,6 +54,9 @@ type Runner struct {
 	Stdout io.Writer
 	// Observer, when set, is told about every run (metrics hook).
 	Observer Observer
+	// MaxConns bounds the connection pool of each PostgreSQL database the
+	// Runner opens whose URL sets no pool_max_conns; 0 → DefaultMaxConns.
+	MaxConns int
 
 	mu       sync.Mutex
 	backends map[string]Backend
@@ -183,7 +186,7 @@ func (r *Runner) open(ctx context.Context, url string, m openMode) (Backend, err
 	if b, ok := r.backends[url]; ok {
 		return b, nil
 	}
-	ctx = withOpenMode(ctx, m)
+	ctx = withMaxConns(withOpenMode(ctx, m), r.MaxConns)
 	b, err := Open(ctx, url, r.log())
 	if err != nil {
 		return nil, err

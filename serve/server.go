@@ -188,10 +188,10 @@ type state struct {
 }
 
 // DefaultMaxRuns is Config.MaxRuns when it is 0: a run waits on its
-// database as much as it computes, and a PostgreSQL pool holds at most
-// max(4, CPUs) connections by default, so a few more runs than that keep
-// every connection busy.
-const DefaultMaxRuns = 8
+// database as much as it computes, so a few runs keep two cores busy; a run
+// holds at most two connections of one PostgreSQL pool, and the pools hold
+// runner.DefaultMaxConns (10), so four runs never exhaust a pool.
+const DefaultMaxRuns = 4
 
 // New returns a Server with no jobs. It returns an error wrapping
 // ErrNoRunFunc when cfg.Run is nil.

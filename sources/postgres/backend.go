@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +74,11 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 		return nil, fmt.Errorf("postgres: parse connection %s: %w", redacted, redact.Error(err, url))
 	}
 	secret := cfg.ConnConfig.Password
+	// A bounded pool per database whatever the machine (pgxpool's default
+	// is max(4, CPUs)); a URL's own pool_max_conns wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = int32(runner.MaxConns(ctx))
+	}
 	// expr's PostgreSQL dialect assumes UTC for zone-less text.
 	if _, set := cfg.ConnConfig.RuntimeParams["timezone"]; !set {
 		cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"

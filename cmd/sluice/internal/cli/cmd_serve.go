@@ -64,6 +64,9 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 	log := e.log
 	r := newRunner(e, f.conn)
 	r.Log = log
+	// Each run holds at most two connections of one pool: room for every
+	// run at once, and one to spare, so runs never wait on each other.
+	r.MaxConns = max(runner.DefaultMaxConns, 2*f.maxRuns+2)
 	defer r.Close()
 	stateURL, err := r.Resolve(f.state)
 	if err != nil {
