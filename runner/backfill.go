@@ -418,13 +418,18 @@ func (r *Runner) Backfill(ctx context.Context, prep *Prepared, opt BackfillOptio
 		return res, err
 	}
 	ra := &readAhead{snap: snap, n: b.opt.Chunk}
-	defer ra.wait() // before snap.Close
 	var ec EngineCopy
 	if pt == nil {
-		if ec = b.engineCopy(ctx, snap); ec != nil {
-			defer ec.Close()
-		}
+		ec = b.engineCopy(ctx, snap)
 	}
+	defer func(ec EngineCopy) {
+		// The read-ahead ends before the engine copy closes and before
+		// snap.Close, which share the snapshot with it.
+		ra.wait()
+		if ec != nil {
+			_ = ec.Close()
+		}
+	}(ec)
 	for {
 		if err := ctx.Err(); err != nil {
 			return res, err
