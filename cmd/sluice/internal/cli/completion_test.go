@@ -67,8 +67,8 @@ func TestBashCompletion(t *testing.T) {
 	if got := complete(t, "sluice s"); !slices.Equal(got, []string{"schema", "serve", "sql", "status"}) {
 		t.Errorf("sluice s<TAB> = %q, want [schema serve sql status]", got)
 	}
-	if got := complete(t, "sluice run --co"); !slices.Equal(got, []string{"--conn"}) {
-		t.Errorf("sluice run --co<TAB> = %q, want [--conn]", got)
+	if got := complete(t, "sluice run --con"); !slices.Equal(got, []string{"--conn"}) {
+		t.Errorf("sluice run --con<TAB> = %q, want [--conn]", got)
 	}
 	if got := complete(t, "sluice run --log-f"); !slices.Equal(got, []string{"--log-format"}) {
 		t.Errorf("sluice run --log-f<TAB> = %q, want the global --log-format", got)
