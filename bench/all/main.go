@@ -40,6 +40,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicedata/sluice/bench/internal/machine"
 )
 
 var (
@@ -139,7 +141,7 @@ func main() {
 		}
 	}
 	start := time.Now().UTC()
-	load0 := loadavg()
+	load0 := machine.LoadAvg()
 	var all []summary
 	var failed []string
 	for _, b := range benches {
@@ -150,7 +152,7 @@ func main() {
 		if *quick {
 			args = append(args, "-quick")
 		}
-		fmt.Fprintf(os.Stderr, "\n=== %s: go %s (load %s)\n", b.name, strings.Join(args, " "), loadavg())
+		fmt.Fprintf(os.Stderr, "\n=== %s: go %s (load %s)\n", b.name, strings.Join(args, " "), machine.LoadAvg())
 		t0 := time.Now()
 		got, err := run(ctx, b.name, args)
 		fmt.Fprintf(os.Stderr, "=== %s: %s in %s\n", b.name, status(err, len(got)), time.Since(t0).Round(time.Second))
@@ -163,7 +165,7 @@ func main() {
 		}
 	}
 	fmt.Printf("\n%s UTC, %s, %d cores; load average %s at start, %s at end; -rounds %d%s\n\n",
-		start.Format("2006-01-02 15:04"), cpuModel(), runtime.NumCPU(), load0, loadavg(), *rounds, map[bool]string{true: " -quick"}[*quick])
+		start.Format("2006-01-02 15:04"), cpuModel(), runtime.NumCPU(), load0, machine.LoadAvg(), *rounds, map[bool]string{true: " -quick"}[*quick])
 	printTable(os.Stdout, all, *md)
 	if len(failed) > 0 {
 		fmt.Printf("\nfailed or without a SUMMARY line: %s\n", strings.Join(failed, ", "))
@@ -257,18 +259,6 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func cpuModel() string {

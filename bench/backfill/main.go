@@ -60,6 +60,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicedata/sluice/bench/internal/machine"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
 	_ "github.com/sluicedata/sluice/sources/postgres"
@@ -132,7 +133,7 @@ func main() {
 }
 
 func parent(ctx context.Context) error {
-	fmt.Printf("load average %s; %d CPUs\n", loadAvg(), runtime.NumCPU())
+	fmt.Printf("load average %s; %d CPUs\n", machine.LoadAvg(), runtime.NumCPU())
 	if *pgURL != "" && *rows > 0 && runs("pg") {
 		if err := benchPG(ctx); err != nil {
 			return fmt.Errorf("postgres: %w", err)
@@ -157,7 +158,7 @@ func parent(ctx context.Context) error {
 		}
 		summaries = append(summaries, sums...)
 	}
-	fmt.Printf("\nload average at the end %s\n", loadAvg())
+	fmt.Printf("\nload average at the end %s\n", machine.LoadAvg())
 	for _, s := range summaries {
 		s.print()
 	}

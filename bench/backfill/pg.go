@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/bench/internal/machine"
 	"github.com/sluicedata/sluice/sources/sqlite"
 )
 
@@ -23,17 +24,6 @@ import (
 const pgColumns = "id, name, amount, at, note"
 
 // loadAvg returns /proc/loadavg's first three fields.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
 
 // contenderRun is one child's result in one round.
 type contenderRun struct {
@@ -179,7 +169,7 @@ func benchPG(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("prepared %d PostgreSQL rows in %s; load average %s\n", *rows, time.Since(t0).Round(time.Millisecond), loadAvg())
+	fmt.Printf("prepared %d PostgreSQL rows in %s; load average %s\n", *rows, time.Since(t0).Round(time.Millisecond), machine.LoadAvg())
 	modes := []struct{ mode, name string }{
 		{"psql-pipe", "psql \\copy (SELECT …) TO STDOUT | psql \\copy items FROM STDIN"},
 		{"pg-sluice", "sluice backfill PostgreSQL → PostgreSQL, append (into items as above)"},
@@ -239,7 +229,7 @@ func benchPG(ctx context.Context) error {
 	for _, m := range modes {
 		names = append(names, m.name)
 	}
-	report(fmt.Sprintf("PostgreSQL → PostgreSQL backfill, %d rows, two databases on one server; load average %s", *rows, loadAvg()), names, runs)
+	report(fmt.Sprintf("PostgreSQL → PostgreSQL backfill, %d rows, two databases on one server; load average %s", *rows, machine.LoadAvg()), names, runs)
 	base := "psql \\copy TO STDOUT | psql \\copy FROM STDIN"
 	summaries = append(summaries,
 		summary{"PostgreSQL → PostgreSQL backfill, append", base, ratios(runs, 1, 0), maxRSS(runs, 1)},
@@ -351,7 +341,7 @@ func benchSQLitePG(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("prepared %d SQLite rows in %s; load average %s\n", *sqlitePGRows, time.Since(t0).Round(time.Millisecond), loadAvg())
+	fmt.Printf("prepared %d SQLite rows in %s; load average %s\n", *sqlitePGRows, time.Since(t0).Round(time.Millisecond), machine.LoadAvg())
 	modes := []struct{ mode, name string }{
 		{"sqlite-dump", "sqlite3 -csv \"SELECT … FROM items\" > /dev/null (source side alone)"},
 		{"pg-load", "psql \\copy items FROM 'items.csv' (FORMAT csv) (target side alone)"},
@@ -394,7 +384,7 @@ func benchSQLitePG(ctx context.Context) error {
 	for _, m := range modes {
 		names = append(names, m.name)
 	}
-	report(fmt.Sprintf("SQLite → PostgreSQL backfill, %d rows; load average %s", *sqlitePGRows, loadAvg()), names, runs)
+	report(fmt.Sprintf("SQLite → PostgreSQL backfill, %d rows; load average %s", *sqlitePGRows, machine.LoadAvg()), names, runs)
 	// Per round, against the slower side (which bounds any pipeline of
 	// the two: sqlite3 … | psql \copy) and against the faster one.
 	var slow, fast []float64

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+
+	"github.com/sluicedata/sluice/bench/internal/machine"
 )
 
 func rate(r run) float64 { return float64(r.res.Rows) / r.res.Seconds }
@@ -10,7 +12,7 @@ func rate(r run) float64 { return float64(r.res.Rows) / r.res.Seconds }
 // rows/s, CPU seconds, peak RSS, ratio to base) and returns its summary:
 // sluice against base.
 func reportRuns(path string, contenders []string, base, sluice string, runs map[string][]run, names map[string]string) summary {
-	fmt.Printf("\n%s — %d rounds, load average now %s\n", path, len(runs[base]), loadAvg())
+	fmt.Printf("\n%s — %d rounds, load average now %s\n", path, len(runs[base]), machine.LoadAvg())
 	fmt.Printf("  %-56s %22s %10s %8s %8s %20s\n", "contender", "seconds med (min–max)", "rows/s", "CPU s", "RSS MB", "× "+base+" med (min–max)")
 	for _, m := range contenders {
 		var secs, cpu, rss []float64

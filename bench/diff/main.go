@@ -55,6 +55,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluicedata/sluice/bench/internal/machine"
 	"github.com/sluicedata/sluice/bench/internal/pgcluster"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
@@ -156,7 +157,7 @@ func parent(ctx context.Context) error {
 	rss := map[key][]int64{}
 	read := map[key]int{}
 	cpus := map[key][]float64{}
-	load0 := loadavg()
+	load0 := machine.LoadAvg()
 	for round := 0; round < max(*rounds, 1); round++ {
 		order := slices.Clone(contenders)
 		if round%2 == 1 {
@@ -178,10 +179,10 @@ func parent(ctx context.Context) error {
 				read[k] = res.Read
 			}
 		}
-		fmt.Fprintf(os.Stderr, "round %d done, load %s\n", round+1, loadavg())
+		fmt.Fprintf(os.Stderr, "round %d done, load %s\n", round+1, machine.LoadAvg())
 	}
 	fmt.Printf("%s, %d rows per table, %d rounds (contenders alternating), load average before: %s, after: %s\n",
-		time.Now().UTC().Format("2006-01-02 15:04Z"), *rows, max(*rounds, 1), load0, loadavg())
+		time.Now().UTC().Format("2006-01-02 15:04Z"), *rows, max(*rounds, 1), load0, machine.LoadAvg())
 	fmt.Printf("%-40s %-14s %22s %9s %14s %8s\n", "case", "contender", "seconds median (min–max)", "CPU s", "peak RSS (max)", "ratio")
 	for _, c := range cases {
 		base := median(secs[key{c.name, "dump"}])
@@ -208,15 +209,6 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:3], " ")
 }
 
 // child runs contender m on c in a child process and returns its result

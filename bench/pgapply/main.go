@@ -62,7 +62,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/sluicedata/sluice/bench/internal/pgcluster"
 	"io"
 	"log/slog"
 	"os"
@@ -74,6 +73,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sluicedata/sluice/bench/internal/machine"
+	"github.com/sluicedata/sluice/bench/internal/pgcluster"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/dsl"
@@ -277,7 +279,7 @@ func parent(ctx context.Context) (err error) {
 		sizes = []int{100_000}
 	}
 	fmt.Printf("server: PostgreSQL %s, %s\n", version, where)
-	fmt.Printf("load average at start: %s\n", loadAvg())
+	fmt.Printf("load average at start: %s\n", machine.LoadAvg())
 	var sums []summary
 	for _, n := range sizes {
 		s, err := measure(ctx, base, admin, pgbench, n)
@@ -286,7 +288,7 @@ func parent(ctx context.Context) (err error) {
 		}
 		sums = append(sums, s...)
 	}
-	fmt.Printf("\nload average at end: %s\n", loadAvg())
+	fmt.Printf("\nload average at end: %s\n", machine.LoadAvg())
 	for _, s := range sums {
 		fmt.Printf("SUMMARY\t%s\t%.3f\t%.3f\t%.3f\t%s\t%d\n", s.path, s.med, s.lo, s.hi, s.baseline, s.rssMB)
 	}
@@ -303,17 +305,6 @@ type summary struct {
 }
 
 // loadAvg returns /proc/loadavg's three load averages ("?" if unknown).
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
 
 // sizeName is n changes as a short name (100k, 1M).
 func sizeName(n int) string {

@@ -61,6 +61,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicedata/sluice/bench/internal/machine"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
 	_ "github.com/sluicedata/sluice/sources/sqlite"
@@ -154,7 +155,7 @@ func parent(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("prepared %d pending changes over %d keys in %s\n", *changes, *keys, time.Since(t0).Round(time.Millisecond))
-	load0 := loadavg()
+	load0 := machine.LoadAvg()
 	var cs []contenderInfo
 	for _, c := range contenders {
 		if *only == "" || slices.Contains(strings.Split(*only, ","), c.key) {
@@ -188,9 +189,9 @@ func parent(ctx context.Context) error {
 				os.Remove(f)
 			}
 		}
-		fmt.Fprintf(os.Stderr, "round %d done, load %s\n", r+1, loadavg())
+		fmt.Fprintf(os.Stderr, "round %d done, load %s\n", r+1, machine.LoadAvg())
 	}
-	load1 := loadavg()
+	load1 := machine.LoadAvg()
 	fmt.Printf("\n%s, %d changes over %d keys, %d rounds, load average before %s, after %s\n",
 		time.Now().UTC().Format("2006-01-02 15:04Z"), *changes, *keys, max(*rounds, 1), load0, load1)
 	fmt.Printf("%-48s %22s %10s %9s %20s %20s\n", "contender", "seconds median (min–max)", "changes/s", "peak RSS", "× hand last", "× hand STANDARD")
@@ -294,18 +295,6 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // child runs one contender in a child process and returns its result and

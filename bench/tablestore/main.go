@@ -83,6 +83,7 @@ import (
 
 	"github.com/aliyun/aliyun-tablestore-go-sdk/tablestore"
 
+	"github.com/sluicedata/sluice/bench/internal/machine"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/internal/otsfake"
 	"github.com/sluicedata/sluice/runner"
@@ -154,7 +155,7 @@ func parent() error {
 	defer os.RemoveAll(d)
 	fmt.Printf("%d records over %d keys, %d shards, BatchWriteRow 200 rows per call; each child builds its own fake server\n",
 		*records, *keys, *shards)
-	fmt.Printf("load average at start: %s\n", loadAvg())
+	fmt.Printf("load average at start: %s\n", machine.LoadAvg())
 	fake, fakeRSS, err := child("fake", d, "")
 	if err != nil {
 		return fmt.Errorf("fake: %w", err)
@@ -216,7 +217,7 @@ func parent() error {
 	if s.Note != "" {
 		fmt.Printf("sluice: %s\n", s.Note)
 	}
-	fmt.Printf("load average at end: %s\n", loadAvg())
+	fmt.Printf("load average at end: %s\n", machine.LoadAvg())
 	// The contender's own peak: with the fake apart, the consume phase's
 	// high-water mark (the wait4 maxrss is the larger of the contender and
 	// its fake's process).
@@ -249,17 +250,6 @@ func median(xs []float64) (med, lo, hi float64) {
 }
 
 // loadAvg returns /proc/loadavg's three load averages ("?" if unknown).
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
 
 // child runs one mode in a child process and returns its result and peak
 // RSS (getrusage maxrss, KiB).
