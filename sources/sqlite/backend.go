@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/sluicedata/sluice/expr"
 	"github.com/sluicedata/sluice/internal/redact"
@@ -31,6 +32,11 @@ type Backend struct {
 	url      string
 	identity string
 	log      *slog.Logger
+
+	// purged is, per change log, the state (last seq, streams) after
+	// purgeAll last left it with nothing to purge (retention.go).
+	purgeMu sync.Mutex
+	purged  map[string]string
 }
 
 // Interface checks.

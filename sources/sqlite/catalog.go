@@ -240,41 +240,6 @@ func lastSeq(ctx context.Context, q sqlitex.Querier, log string) (int64, error) 
 	return n.Int64, nil
 }
 
-// purge deletes the change-log rows of table that every stream on it has
-// consumed: seq <= the smallest offset of the streams that are not stale
-// (markStale runs first); all rows when no such stream is left.
-func (b *Backend) purge(ctx context.Context, q sqlitex.Querier, c captured) (int64, error) {
-	streams, err := b.markStale(ctx, q, c)
-	if err != nil {
-		return 0, err
-	}
-	var upTo int64 = -1
-	for _, s := range streams {
-		if !s.staleSince.IsZero() {
-			continue // the log keeps nothing for a stale stream
-		}
-		if upTo < 0 || s.pos.seq < upTo {
-			upTo = s.pos.seq
-		}
-	}
-	if upTo < 0 {
-		upTo = 1<<63 - 1
-	}
-	res, err := q.ExecContext(ctx, `DELETE FROM `+sqlitex.Quote(c.log)+` WHERE seq <= ?`, upTo)
-	if err != nil {
-		return 0, fmt.Errorf("purge change log of %s: %w", c.table, err)
-	}
-	n, _ := res.RowsAffected()
-	// Images of rows a skipped statement (OR IGNORE, an upsert that
-	// updated) left behind: no statement is under way while sluice writes.
-	if _, ok, err := sqlitex.TableName(ctx, q, pendingTable(suffix(c.log))); err == nil && ok {
-		if _, err := q.ExecContext(ctx, `DELETE FROM `+sqlitex.Quote(pendingTable(suffix(c.log)))); err != nil {
-			return 0, fmt.Errorf("purge change log of %s: %w", c.table, err)
-		}
-	}
-	return n, nil
-}
-
 func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])

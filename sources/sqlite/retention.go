@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluicedata/sluice/cdc"
@@ -25,34 +27,40 @@ import (
 //     marked stale (stale_since) and no longer holds log rows back; reading
 //     it fails with runner.StaleError, which says how to recover.
 
-// markStale marks stale every stream on c's table whose oldest unconsumed
-// change is older than its retention, and returns the table's streams as
-// they are after it. It logs each stream it marks.
-func (b *Backend) markStale(ctx context.Context, q sqlitex.Querier, c captured) ([]streamRow, error) {
-	streams, err := listStreams(ctx, q, c.table)
-	if err != nil {
-		return nil, err
-	}
+// markStale marks stale every stream of streams (those on c's table, as
+// read in this transaction) whose oldest unconsumed change is older than
+// its retention, and returns them as they are after it, with the time
+// from which the next of them would go stale if nothing moves (the zero
+// time when none can: no stream has an unconsumed change). It logs each
+// stream it marks.
+func (b *Backend) markStale(ctx context.Context, q sqlitex.Querier, c captured, streams []streamRow) ([]streamRow, time.Time, error) {
 	now, nowText := nowUTC()
+	var next time.Time
 	for i, s := range streams {
 		if !s.staleSince.IsZero() || s.staleAfter <= 0 {
 			continue
 		}
 		at, pending, err := oldestUnconsumed(ctx, q, c.log, s)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
-		if !pending || now.Sub(at) <= s.staleAfter {
+		if !pending {
+			continue
+		}
+		if now.Sub(at) <= s.staleAfter {
+			if due := at.Add(s.staleAfter); next.IsZero() || due.Before(next) {
+				next = due
+			}
 			continue
 		}
 		if _, err := q.ExecContext(ctx, `UPDATE sluice_streams SET stale_since = ? WHERE name = ? AND id = ?`, nowText, s.name, s.id); err != nil {
-			return nil, fmt.Errorf("mark stream %s stale: %w", s.name, err)
+			return nil, time.Time{}, fmt.Errorf("mark stream %s stale: %w", s.name, err)
 		}
 		streams[i].staleSince = now
 		b.log.WarnContext(ctx, "table stream is stale: its oldest unconsumed change is older than its retention; the change log no longer keeps changes for it",
 			"stream", s.name, "table", c.table, "stale_after", runner.FormatRetention(s.staleAfter), "oldest_change", at)
 	}
-	return streams, nil
+	return streams, next, nil
 }
 
 // oldestUnconsumed returns the commit time of the oldest change in log
@@ -81,43 +89,176 @@ func oldestUnconsumed(ctx context.Context, q sqlitex.Querier, log string, s stre
 // purgeAll purges the log of every tracked table (purge); q is in a write
 // transaction. A table whose log is gone (its capture was lost) is left to
 // the reads that report it.
+//
+// It reads the catalog, the streams, the logs' last seqs and sluice's
+// tables once each, and skips a log whose last seq and streams are what
+// they were after this Backend's previous purge of it, when that purge
+// left no stream anything to read: no row was logged since and no offset
+// moved, so the purge would delete nothing and mark nothing stale. Every
+// statement, run and lag poll purges every log, so a per-table purge cost
+// O(tables) statements and O(tables²) catalog reads each (issue #19). A
+// skipped log's pending images (rows a skipped statement left, see purge)
+// wait for the next write to the table.
 func (b *Backend) purgeAll(ctx context.Context, q sqlitex.Querier) (int64, error) {
-	rows, err := q.QueryContext(ctx, `SELECT tbl FROM sluice_tracking ORDER BY tbl`)
+	type trackedLog struct{ table, log, enabled string }
+	var logs []trackedLog
+	err := queryEach(ctx, q, `SELECT tbl, log, enabled FROM sluice_tracking ORDER BY tbl`, func(rows *sql.Rows) error {
+		var t trackedLog
+		logs = append(logs, t)
+		return rows.Scan(&logs[len(logs)-1].table, &logs[len(logs)-1].log, &logs[len(logs)-1].enabled)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("list tracked tables: %w", err)
 	}
-	var tables []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("list tracked tables: %w", err)
-		}
-		tables = append(tables, t)
+	if len(logs) == 0 {
+		return 0, nil
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("list tracked tables: %w", err)
+	tables, err := sluiceTables(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	seqs := map[string]int64{}
+	if tables["sqlite_sequence"] {
+		err = queryEach(ctx, q, `SELECT name, seq FROM sqlite_sequence WHERE name LIKE 'sluice\_changes\_%' ESCAPE '\'`, func(rows *sql.Rows) error {
+			var n string
+			var seq sql.NullInt64
+			if err := rows.Scan(&n, &seq); err != nil {
+				return err
+			}
+			seqs[n] = seq.Int64
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("read change log positions: %w", err)
+		}
+	}
+	byTable := map[string][]streamRow{}
+	all, err := listStreams(ctx, q, "")
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range all {
+		byTable[WatchKey(s.table)] = append(byTable[WatchKey(s.table)], s)
 	}
 	var total int64
-	for _, t := range tables {
-		c, ok, err := lookupTracking(ctx, q, t)
-		if err != nil {
-			return total, err
-		}
-		if !ok {
+	for _, t := range logs {
+		if !tables[WatchKey(t.log)] {
 			continue
 		}
-		if _, exists, err := sqlitex.TableName(ctx, q, c.log); err != nil || !exists {
+		streams := byTable[WatchKey(t.table)]
+		key := t.table + "\x00" + t.log + "\x00" + t.enabled
+		state := purgeState(seqs[t.log], streams)
+		b.purgeMu.Lock()
+		p, ok := b.purged[key]
+		b.purgeMu.Unlock()
+		if ok && p == state {
 			continue
 		}
-		n, err := b.purge(ctx, q, c)
+		c := captured{table: t.table, log: t.log}
+		n, due, err := b.purge(ctx, q, c, streams, tables[WatchKey(pendingTable(suffix(t.log)))])
 		if err != nil {
 			return total, err
 		}
 		total += n
+		// Only a log that no stream with a retention has anything left to
+		// read in is remembered: one with unconsumed changes is purged
+		// again, for its streams' time to go stale (whose clock is the
+		// changes' ts).
+		b.purgeMu.Lock()
+		if b.purged == nil {
+			b.purged = map[string]string{}
+		}
+		if !due.IsZero() {
+			delete(b.purged, key)
+		} else {
+			b.purged[key] = state
+		}
+		b.purgeMu.Unlock()
 	}
 	return total, nil
+}
+
+// sluiceTables returns the names of sluice's tables (change logs, pending
+// tables) and sqlite_sequence, by WatchKey (SQLite compares table names
+// without case), in one scan of sqlite_schema.
+func sluiceTables(ctx context.Context, q sqlitex.Querier) (map[string]bool, error) {
+	tables := map[string]bool{}
+	err := queryEach(ctx, q, `SELECT name FROM sqlite_schema WHERE type = 'table' AND (name LIKE 'sluice\_%' ESCAPE '\' OR name = 'sqlite_sequence')`, func(rows *sql.Rows) error {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		tables[WatchKey(n)] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list change logs: %w", err)
+	}
+	return tables, nil
+}
+
+// purgeState is the text purgeAll compares: a log's last seq and the
+// state of its streams.
+func purgeState(seq int64, streams []streamRow) string {
+	var sb strings.Builder
+	sb.WriteString(strconv.FormatInt(seq, 10))
+	for _, s := range streams {
+		sb.WriteString("|" + s.name + "," + s.id + "," + s.pos.String() + "," + strconv.FormatInt(int64(s.staleAfter), 10) + "," + s.staleSince.String())
+	}
+	return sb.String()
+}
+
+// purge deletes the change-log rows of c's table that every stream on it
+// (streams, as read in this transaction) has consumed: seq <= the
+// smallest offset of the streams that are not stale (markStale runs
+// first); all rows when no such stream is left. pending says whether the
+// table's pending-image table exists. It returns the rows deleted and the
+// time the next stream would go stale (markStale).
+func (b *Backend) purge(ctx context.Context, q sqlitex.Querier, c captured, streams []streamRow, pending bool) (int64, time.Time, error) {
+	streams, until, err := b.markStale(ctx, q, c, streams)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	var upTo int64 = -1
+	for _, s := range streams {
+		if !s.staleSince.IsZero() {
+			continue // the log keeps nothing for a stale stream
+		}
+		if upTo < 0 || s.pos.seq < upTo {
+			upTo = s.pos.seq
+		}
+	}
+	if upTo < 0 {
+		upTo = 1<<63 - 1
+	}
+	res, err := q.ExecContext(ctx, `DELETE FROM `+sqlitex.Quote(c.log)+` WHERE seq <= ?`, upTo)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("purge change log of %s: %w", c.table, err)
+	}
+	n, _ := res.RowsAffected()
+	// Images of rows a skipped statement (OR IGNORE, an upsert that
+	// updated) left behind: no statement is under way while sluice writes.
+	if pending {
+		if _, err := q.ExecContext(ctx, `DELETE FROM `+sqlitex.Quote(pendingTable(suffix(c.log)))); err != nil {
+			return 0, time.Time{}, fmt.Errorf("purge change log of %s: %w", c.table, err)
+		}
+	}
+	return n, until, nil
+}
+
+// queryEach runs query on q and calls scan for each row.
+func queryEach(ctx context.Context, q sqlitex.Querier, query string, scan func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // TrimLogs implements runner.LogKeeper: in one write transaction it marks
@@ -155,9 +296,13 @@ func (b *Backend) TrimLogs(ctx context.Context) ([]runner.LogSize, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("change log sizes: %w", err)
 	}
+	tables, err := sluiceTables(ctx, b.db)
+	if err != nil {
+		return nil, fmt.Errorf("change log sizes: %w", err)
+	}
 	out := make([]runner.LogSize, 0, len(ts))
 	for _, t := range ts {
-		if _, exists, err := sqlitex.TableName(ctx, b.db, t.log); err != nil || !exists {
+		if !tables[WatchKey(t.log)] {
 			continue
 		}
 		sz := runner.LogSize{Database: b.loc.Path, Table: t.table}

@@ -459,27 +459,47 @@ func alignLog(ctx context.Context, tx sqlitex.Querier, log string, cols, have []
 // reconcileAll follows every tracked table that was renamed (so that a
 // statement naming the table by its new name finds its capture, and a new
 // table under the old name is not taken for it). It runs in a write
-// transaction.
+// transaction. It reads the catalog and the capture triggers once each
+// (sqlite_schema has no index: a scan per tracked table made every
+// statement O(tables²), issue #19) and inspects only the tables whose
+// triggers sit on another table.
 func reconcileAll(ctx context.Context, tx sqlitex.Querier) error {
-	rows, err := tx.QueryContext(ctx, `SELECT tbl FROM sluice_tracking`)
+	rows, err := tx.QueryContext(ctx, `SELECT tbl, log FROM sluice_tracking`)
 	if err != nil {
 		return fmt.Errorf("read change tracking: %w", err)
 	}
-	var tables []string
+	var tracked [][2]string
 	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
+		var t, log string
+		if err := rows.Scan(&t, &log); err != nil {
 			rows.Close()
 			return err
 		}
-		tables = append(tables, t)
+		tracked = append(tracked, [2]string{t, log})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	for _, t := range tables {
-		c, ok, err := lookupTracking(ctx, tx, t)
+	if len(tracked) == 0 {
+		return nil
+	}
+	on, err := captureTriggers(ctx, tx)
+	if err != nil {
+		return err
+	}
+	for _, tl := range tracked {
+		sfx := suffix(tl[1])
+		moved := false
+		for _, k := range triggerKinds {
+			if tbl, ok := on[triggerName(k, sfx)]; ok && tbl != tl[0] {
+				moved = true
+			}
+		}
+		if !moved {
+			continue // every trigger left is on the table: nothing to follow
+		}
+		c, ok, err := lookupTracking(ctx, tx, tl[0])
 		if err != nil || !ok {
 			return err
 		}
@@ -494,6 +514,28 @@ func reconcileAll(ctx context.Context, tx sqlitex.Querier) error {
 		}
 	}
 	return nil
+}
+
+// captureTriggers maps the name of every capture trigger of the database
+// to the table it is on, in one scan of sqlite_schema.
+func captureTriggers(ctx context.Context, q sqlitex.Querier) (map[string]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'sluice\_capture\_%' ESCAPE '\'`)
+	if err != nil {
+		return nil, fmt.Errorf("read the capture triggers: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, tbl string
+		if err := rows.Scan(&name, &tbl); err != nil {
+			return nil, fmt.Errorf("read the capture triggers: %w", err)
+		}
+		out[name] = tbl
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the capture triggers: %w", err)
+	}
+	return out, nil
 }
 
 // enableTracking installs change capture on table, or re-installs it
