@@ -18,7 +18,7 @@
 //     when a run finds nothing, they wait Config.IdleBackoff (100ms
 //     doubling to 5s) or until their Waker (PGListener: LISTEN/NOTIFY;
 //     PollWatcher: one watcher per SQLite file) fires.
-//   - a job whose Waker is a Positioner (PollWatcher) is not run while its
+//   - a job whose Waker is a Positioner (PollWatcher, PGListener) is not run while its
 //     change log's position is the one it had before the job's last run
 //     that found nothing (reason "unchanged"), for at most Config.QuietMax
 //     since its last run: idle jobs cost nothing per fire.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,6 +37,8 @@ type PGListener struct {
 
 	mu      sync.Mutex
 	subs    map[string]map[*pgSub]struct{} // channel → subscribers
+	state   map[string]*chanState          // channel → what was heard on it
+	gen     uint64                         // LISTENs so far, on any connection
 	changed chan struct{}                  // one pending value: the channel set changed
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -54,7 +57,7 @@ func NewPGListener(ctx context.Context, url string, register func(context.Contex
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &PGListener{
 		url: url, register: register, log: log, settle: 50 * time.Millisecond,
-		subs: map[string]map[*pgSub]struct{}{}, changed: make(chan struct{}, 1),
+		subs: map[string]map[*pgSub]struct{}{}, state: map[string]*chanState{}, changed: make(chan struct{}, 1),
 		cancel: cancel, done: make(chan struct{}),
 	}
 	go l.loop(lctx)
@@ -117,12 +120,45 @@ func (l *PGListener) unsubscribe(s *pgSub) {
 	}
 }
 
-// wakeChannel wakes the subscribers of channel.
-func (l *PGListener) wakeChannel(channel string) {
+// chanState is what the listener heard on one channel: gen is the LISTEN
+// (numbered across the listener's connections) since which it has heard
+// every notification, count the notifications since; live is false while
+// no session of the listener is known to listen (before the first LISTEN,
+// after a connection failed, while the channel set changes).
+type chanState struct {
+	gen, count uint64
+	live       bool
+}
+
+// wakeChannel wakes the subscribers of channel. listened says that a
+// LISTEN on channel just succeeded (a new position generation); else it
+// is a notification (the position's count moves).
+func (l *PGListener) wakeChannel(channel string, listened bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	st := l.state[channel]
+	if st == nil {
+		st = &chanState{}
+		l.state[channel] = st
+	}
+	if listened {
+		l.gen++
+		st.gen, st.count, st.live = l.gen, 0, true
+	} else {
+		st.count++
+	}
 	for s := range l.subs[channel] {
 		s.wake()
+	}
+}
+
+// deaf marks every channel as not listened to: notifications may go
+// unheard until the next LISTEN.
+func (l *PGListener) deaf() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, st := range l.state {
+		st.live = false
 	}
 }
 
@@ -170,6 +206,7 @@ func (l *PGListener) loop(ctx context.Context) {
 		case <-ctx.Done():
 		case <-l.changed:
 		}
+		l.deaf() // until the next connection's LISTENs
 		stop()
 		<-ended
 	}
@@ -194,6 +231,9 @@ func (l *PGListener) listener(channels []string) *pgxlisten.Listener {
 			return conn, nil
 		},
 		LogError: func(ctx context.Context, err error) {
+			// The connection failed (or a handler did, which ours never
+			// do): notifications may be missed until the next LISTEN.
+			l.deaf()
 			if ctx.Err() == nil {
 				l.log.Warn("LISTEN connection failed; reconnecting", "channels", len(channels), "err", err)
 			}
@@ -213,12 +253,12 @@ func (l *PGListener) listener(channels []string) *pgxlisten.Listener {
 type listenHandler struct{ l *PGListener }
 
 func (h listenHandler) HandleNotification(_ context.Context, n *pgconn.Notification, _ *pgx.Conn) error {
-	h.l.wakeChannel(n.Channel)
+	h.l.wakeChannel(n.Channel, false)
 	return nil
 }
 
 func (h listenHandler) HandleBacklog(_ context.Context, channel string, _ *pgx.Conn) error {
-	h.l.wakeChannel(channel)
+	h.l.wakeChannel(channel, true)
 	return nil
 }
 
@@ -239,6 +279,25 @@ func (s *pgSub) wake() {
 	case s.ch <- struct{}{}:
 	default:
 	}
+}
+
+// Position implements Positioner: "<gen>.<count>", the LISTEN since which
+// the listener has heard every notification on the channel and the number
+// heard since. The capture trigger notifies on every statement that logs
+// a change to the table while a session listens (postgres.NotifyChannel,
+// RegisterListener), so an equal position at two times means nothing was
+// logged in between. ok is false while no LISTEN is known to be in place
+// (not yet, a lost connection, a change of the channel set). What does not
+// notify — a stream created again, with SHOW_INITIAL_ROWS — is seen within
+// Config.QuietMax.
+func (s *pgSub) Position() (string, bool) {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	st := s.l.state[s.channel]
+	if st == nil || !st.live {
+		return "", false
+	}
+	return strconv.FormatUint(st.gen, 10) + "." + strconv.FormatUint(st.count, 10), true
 }
 
 // Close unsubscribes; it returns nil.

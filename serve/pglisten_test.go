@@ -123,3 +123,62 @@ func TestPGListenerOneSessionForManyJobs(t *testing.T) {
 		t.Errorf("Channels() after closing both subscribers = %d, want %d", got, channels-1)
 	}
 }
+
+// TestPGListenerPosition: a subscription's Position is unknown until its
+// LISTEN is in place, stays the same across NOTIFYs of other channels,
+// moves with each NOTIFY of its own, and after the session is lost is
+// never the one it had before (a reconnection may have missed
+// notifications: serve must not skip a run on it).
+func TestPGListenerPosition(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	l := NewPGListener(ctx, url, nil, testLog(t))
+	defer l.Close()
+	w := l.Subscribe("sluice_changes_a")
+	other := l.Subscribe("sluice_changes_b")
+	p, ok := w.(Positioner)
+	if !ok {
+		t.Fatal("a PGListener subscription is not a Positioner")
+	}
+	if !woken(w, waitLimit) || !woken(other, waitLimit) {
+		t.Fatal("not woken after the first LISTEN")
+	}
+	p0, ok := p.Position()
+	if !ok {
+		t.Fatal("Position unknown after the LISTEN")
+	}
+	if _, err := conn.Exec(ctx, `NOTIFY sluice_changes_b`); err != nil {
+		t.Fatal(err)
+	}
+	if !woken(other, waitLimit) {
+		t.Fatal("the other channel's subscriber not woken")
+	}
+	if got, ok := p.Position(); !ok || got != p0 {
+		t.Errorf("Position after another channel's NOTIFY = %q, %v; want %q, true", got, ok, p0)
+	}
+	if _, err := conn.Exec(ctx, `NOTIFY sluice_changes_a`); err != nil {
+		t.Fatal(err)
+	}
+	if !woken(w, waitLimit) {
+		t.Fatal("not woken by its NOTIFY")
+	}
+	p1, ok := p.Position()
+	if !ok || p1 == p0 {
+		t.Fatalf("Position after its NOTIFY = %q, %v; want known and not %q", p1, ok, p0)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`); err != nil {
+		t.Fatal(err)
+	}
+	if !woken(w, waitLimit) {
+		t.Fatal("not woken after the reconnection")
+	}
+	if got, ok := p.Position(); ok && got == p1 {
+		t.Errorf("Position after a lost session = %q, the one before: a run would be skipped on notifications that may have been missed", got)
+	}
+}

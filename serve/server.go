@@ -77,7 +77,7 @@ type Config struct {
 	// sluice_change_log_bytes; optional.
 	TrimLogs TrimLogsFunc
 	// Waker gives jobs a wake-up source; optional. Continuous jobs wait on
-	// it while idle; a Waker that is also a Positioner (PollWatcher) lets
+	// it while idle; a Waker that is also a Positioner (PollWatcher, PGListener) lets
 	// timed and continuous jobs skip runs while their change log stays
 	// where it was before their last run that found nothing (QuietMax).
 	Waker WakerFunc

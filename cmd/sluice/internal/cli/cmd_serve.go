@@ -158,14 +158,15 @@ func loadDefs(ctx context.Context, r *runner.Runner, paths []string, maxSize int
 	return defs
 }
 
-// pgListeners gives jobs their serve.Waker: continuous jobs reading a
-// PostgreSQL stream are woken when the capture trigger of the stream's
-// table notifies (postgres.NotifyChannel), on one serve.PGListener, so one
-// LISTEN session, per database whatever the number of jobs; jobs reading a
-// SQLite stream, timed or continuous, subscribe to one serve.PollWatcher
-// per database file (sqlite.LogWatch), which wakes them when their stream's
-// change log grows and lets serve skip their runs while it does not.
-// Timed PostgreSQL jobs and other sources get no waker.
+// pgListeners gives jobs their serve.Waker: jobs reading a PostgreSQL
+// stream, timed or continuous, subscribe to the channel the capture
+// trigger of the stream's table notifies (postgres.NotifyChannel) on one
+// serve.PGListener, so one LISTEN session, per database whatever the
+// number of jobs; jobs reading a SQLite stream subscribe to one
+// serve.PollWatcher per database file (sqlite.LogWatch). Either wakes
+// continuous jobs when their table logs a change and, being a
+// serve.Positioner, lets serve skip the runs of idle jobs while nothing is
+// logged. Other sources get no waker.
 type pgListeners struct {
 	ctx context.Context
 	r   *runner.Runner
@@ -190,7 +191,7 @@ func (p *pgListeners) waker(ctx context.Context, job *plan.Job) (serve.Waker, er
 		return nil, err
 	}
 	scheme := b.Scheme()
-	if scheme != "postgres" && scheme != "sqlite" || scheme == "postgres" && job.Schedule != "continuous" {
+	if scheme != "postgres" && scheme != "sqlite" {
 		return nil, nil
 	}
 	url, err := p.r.Resolve(job.Conn)
