@@ -29,6 +29,7 @@
 //
 //	go run ./bench/serve -skip pg,sqlite,idle -scale 50,200,1000
 //	go run ./bench/serve -skip pg,sqlite,idle -scale 200 -bin /tmp/sluice-old   # an older build, side by side
+//	go run ./bench/serve -skip pg,sqlite,idle -scale 200 -procs 3               # 3 processes, one killed (fleet.go)
 //
 // Temporary PostgreSQL databases (sluice_bench_*) are dropped at the end.
 package main
@@ -152,6 +153,7 @@ func run(ctx context.Context) error {
 		scales, err = runScale(ctx, bin, dir)
 		if err != nil {
 			printScale(scales)
+			printFleet(fleetResults)
 			return err
 		}
 	}
@@ -173,6 +175,7 @@ func run(ctx context.Context) error {
 		}
 	}
 	printScale(scales)
+	printFleet(fleetResults)
 	return nil
 }
 

@@ -118,7 +118,9 @@ func runScale(ctx context.Context, bin, dir string) ([]scaleResult, error) {
 			if err != nil {
 				return out, fmt.Errorf("scale %s %d: %w", b, n, err)
 			}
-			out = append(out, r)
+			if r.jobs > 0 { // (a fleet's result is in fleetResults)
+				out = append(out, r)
+			}
 		}
 	}
 	return out, nil
@@ -131,7 +133,7 @@ type scaleEnv struct {
 	args    []string                                             // serve's arguments after the job directory is appended
 	conns   func(pid int) int                                    // connections the server holds now
 	insert  func(ctx context.Context, i int, id, us int64) error // one application commit of (id, us) into table t<i>
-	seen    func(ctx context.Context) (map[int]int64, error)     // per target r<i> that holds row 1: its ins value
+	seen    func(ctx context.Context, id int64) (map[int]int64, error) // per target r<i> that holds row id: its ins value
 }
 
 func scaleSQLite(ctx context.Context, bin, dir string, n int) (scaleResult, error) {
@@ -162,7 +164,7 @@ func scaleSQLite(ctx context.Context, bin, dir string, n int) (scaleResult, erro
 	rd.SetMaxOpenConns(1)
 	srcAbs, _ := filepath.Abs(src)
 	sinkAbs, _ := filepath.Abs(sink)
-	return scaleRun(ctx, bin, dir, jd, scaleEnv{
+	return scaleDispatch(ctx, bin, dir, jd, scaleEnv{
 		backend: "SQLite", n: n,
 		args:  []string{"--conn", "sqlite:" + src, "--state", "sqlite:" + filepath.Join(dir, fmt.Sprintf("scale-%d-state.db", n))},
 		conns: func(pid int) int { return fdsOn(pid, srcAbs, sinkAbs) },
@@ -170,20 +172,20 @@ func scaleSQLite(ctx context.Context, bin, dir string, n int) (scaleResult, erro
 			_, err := app.ExecContext(ctx, fmt.Sprintf("INSERT INTO t%d VALUES (?, ?)", i), id, us)
 			return err
 		},
-		seen: func(ctx context.Context) (map[int]int64, error) { return seenRows(ctx, rd, n) },
+		seen: func(ctx context.Context, id int64) (map[int]int64, error) { return seenRows(ctx, rd, n, id) },
 	})
 }
 
-// seenRows reads row 1 of every target r0…r<n-1> in one statement.
+// seenRows reads row id of every target r0…r<n-1> in one statement.
 func seenRows(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, n int) (map[int]int64, error) {
+}, n int, id int64) (map[int]int64, error) {
 	var b strings.Builder
 	for i := range n {
 		if i > 0 {
 			b.WriteString(" UNION ALL ")
 		}
-		fmt.Fprintf(&b, "SELECT %d, ins FROM r%d WHERE id = 1", i, i)
+		fmt.Fprintf(&b, "SELECT %d, ins FROM r%d WHERE id = %d", i, i, id)
 	}
 	rows, err := q.QueryContext(ctx, b.String())
 	if err != nil {
@@ -238,7 +240,7 @@ func scalePG(ctx context.Context, bin, dir string, n int) (scaleResult, error) {
 		return scaleResult{}, err
 	}
 	defer rd.Close(ctx)
-	return scaleRun(ctx, bin, dir, jd, scaleEnv{
+	return scaleDispatch(ctx, bin, dir, jd, scaleEnv{
 		backend: "PostgreSQL", n: n,
 		args: []string{"--conn", served},
 		conns: func(int) int {
@@ -250,13 +252,13 @@ func scalePG(ctx context.Context, bin, dir string, n int) (scaleResult, error) {
 			_, err := conn.Exec(ctx, fmt.Sprintf("INSERT INTO t%d VALUES ($1, $2)", i), id, us)
 			return err
 		},
-		seen: func(ctx context.Context) (map[int]int64, error) {
+		seen: func(ctx context.Context, id int64) (map[int]int64, error) {
 			var b strings.Builder
 			for i := range n {
 				if i > 0 {
 					b.WriteString(" UNION ALL ")
 				}
-				fmt.Fprintf(&b, "SELECT %d, ins FROM r%d WHERE id = 1", i, i)
+				fmt.Fprintf(&b, "SELECT %d, ins FROM r%d WHERE id = %d", i, i, id)
 			}
 			rows, err := rd.Query(ctx, b.String())
 			if err != nil {
@@ -354,7 +356,7 @@ func scaleRun(ctx context.Context, bin, dir, jobDir string, env scaleEnv) (scale
 	deadline := time.Now().Add(60 * time.Second)
 	for len(arrived) < env.n-1 && time.Now().Before(deadline) {
 		sample()
-		got, err := env.seen(ctx)
+		got, err := env.seen(ctx, 1)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "read the targets:", err)
 		}
