@@ -33,10 +33,10 @@ type Backend struct {
 	identity string
 	log      *slog.Logger
 
-	// purged is, per change log, the state (last seq, streams) after
-	// purgeAll last left it with nothing to purge (retention.go).
+	// purged is, per change log, what purgeAll last left in it
+	// (retention.go).
 	purgeMu sync.Mutex
-	purged  map[string]string
+	purged  map[string]purged
 }
 
 // Interface checks.

@@ -46,7 +46,7 @@ func (b *Backend) Exec(ctx context.Context, st dsl.Statement) (*runner.ResultSet
 				// Enabling (again) purges what no stream can read: with no
 				// stream on the table, everything logged since the last
 				// purge.
-				_, err := b.purgeAll(ctx, tx)
+				_, err := b.purgeAll(ctx, tx, false)
 				return err
 			}
 			return disableTracking(ctx, tx, s.Table)
@@ -193,7 +193,7 @@ func (b *Backend) createStream(ctx context.Context, s *dsl.CreateStream) error {
 		if err != nil {
 			return fmt.Errorf("create table stream %s: %w", s.Stream, err)
 		}
-		_, err = b.purgeAll(ctx, tx)
+		_, err = b.purgeAll(ctx, tx, false)
 		return err
 	})
 }
@@ -210,7 +210,7 @@ func (b *Backend) dropStream(ctx context.Context, s *dsl.DropStream) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sluice_streams WHERE name = ?`, r.name); err != nil {
 			return fmt.Errorf("drop table stream %s: %w", r.name, err)
 		}
-		_, err = b.purgeAll(ctx, tx)
+		_, err = b.purgeAll(ctx, tx, false)
 		return err
 	})
 }

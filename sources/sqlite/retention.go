@@ -92,14 +92,18 @@ func oldestUnconsumed(ctx context.Context, q sqlitex.Querier, log string, s stre
 //
 // It reads the catalog, the streams, the logs' last seqs and sluice's
 // tables once each, and skips a log whose last seq and streams are what
-// they were after this Backend's previous purge of it, when that purge
-// left no stream anything to read: no row was logged since and no offset
-// moved, so the purge would delete nothing and mark nothing stale. Every
+// they were after this Backend's previous purge of it: no row was logged
+// since and no offset moved, so the purge would delete nothing, and it
+// would mark no stream stale before the time that purge found the next
+// one due (a change's ts is written once, by the capture trigger). full
+// (TrimLogs, which serve calls every lag poll) purges again every log in
+// which a stream has changes left to read, so that what the clock alone
+// does not show (a log edited by hand) is seen there. Every
 // statement, run and lag poll purges every log, so a per-table purge cost
 // O(tables) statements and O(tables²) catalog reads each (issue #19). A
 // skipped log's pending images (rows a skipped statement left, see purge)
 // wait for the next write to the table.
-func (b *Backend) purgeAll(ctx context.Context, q sqlitex.Querier) (int64, error) {
+func (b *Backend) purgeAll(ctx context.Context, q sqlitex.Querier, full bool) (int64, error) {
 	type trackedLog struct{ table, log, enabled string }
 	var logs []trackedLog
 	err := queryEach(ctx, q, `SELECT tbl, log, enabled FROM sluice_tracking ORDER BY tbl`, func(rows *sql.Rows) error {
@@ -151,7 +155,7 @@ func (b *Backend) purgeAll(ctx context.Context, q sqlitex.Querier) (int64, error
 		b.purgeMu.Lock()
 		p, ok := b.purged[key]
 		b.purgeMu.Unlock()
-		if ok && p == state {
+		if ok && p.state == state && (p.due.IsZero() || !full && time.Now().Before(p.due)) {
 			continue
 		}
 		c := captured{table: t.table, log: t.log}
@@ -160,19 +164,13 @@ func (b *Backend) purgeAll(ctx context.Context, q sqlitex.Querier) (int64, error
 			return total, err
 		}
 		total += n
-		// Only a log that no stream with a retention has anything left to
-		// read in is remembered: one with unconsumed changes is purged
-		// again, for its streams' time to go stale (whose clock is the
-		// changes' ts).
+		// A stream this purge marked stale has a stale_since the next read
+		// sees: the state differs and the log is purged once more.
 		b.purgeMu.Lock()
 		if b.purged == nil {
-			b.purged = map[string]string{}
+			b.purged = map[string]purged{}
 		}
-		if !due.IsZero() {
-			delete(b.purged, key)
-		} else {
-			b.purged[key] = state
-		}
+		b.purged[key] = purged{state: state, due: due}
 		b.purgeMu.Unlock()
 	}
 	return total, nil
@@ -180,10 +178,12 @@ func (b *Backend) purgeAll(ctx context.Context, q sqlitex.Querier) (int64, error
 
 // sluiceTables returns the names of sluice's tables (change logs, pending
 // tables) and sqlite_sequence, by WatchKey (SQLite compares table names
-// without case), in one scan of sqlite_schema.
+// without case), from the connection's parsed schema (pragma_table_list
+// reads no page: a schema of 1,000 tracked tables with their triggers is
+// megabytes, more than the page cache).
 func sluiceTables(ctx context.Context, q sqlitex.Querier) (map[string]bool, error) {
 	tables := map[string]bool{}
-	err := queryEach(ctx, q, `SELECT name FROM sqlite_schema WHERE type = 'table' AND (name LIKE 'sluice\_%' ESCAPE '\' OR name = 'sqlite_sequence')`, func(rows *sql.Rows) error {
+	err := queryEach(ctx, q, `SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND (name LIKE 'sluice\_%' ESCAPE '\' OR name = 'sqlite_sequence')`, func(rows *sql.Rows) error {
 		var n string
 		if err := rows.Scan(&n); err != nil {
 			return err
@@ -195,6 +195,14 @@ func sluiceTables(ctx context.Context, q sqlitex.Querier) (map[string]bool, erro
 		return nil, fmt.Errorf("list change logs: %w", err)
 	}
 	return tables, nil
+}
+
+// purged is what purgeAll remembers of its last purge of one change log:
+// the log's last seq and its streams as they were (purgeState), and when
+// the next of those streams goes stale if nothing moves (zero: none can).
+type purged struct {
+	state string
+	due   time.Time
 }
 
 // purgeState is the text purgeAll compares: a log's last seq and the
@@ -269,7 +277,7 @@ func (b *Backend) TrimLogs(ctx context.Context) ([]runner.LogSize, error) {
 	var n int64
 	err := sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
 		var err error
-		n, err = b.purgeAll(ctx, tx)
+		n, err = b.purgeAll(ctx, tx, true)
 		return err
 	})
 	if err != nil {

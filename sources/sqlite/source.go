@@ -314,7 +314,7 @@ func (b *Backend) advance(ctx context.Context, tx sqlitex.Querier, s *runner.Str
 	}
 	// Every tracked table's log: a table without a stream keeps nothing
 	// past the next consuming run of any stream (retention.go).
-	n, err := b.purgeAll(ctx, tx)
+	n, err := b.purgeAll(ctx, tx, false)
 	if err != nil {
 		return err
 	}
