@@ -191,27 +191,9 @@ func scaleFleet(ctx context.Context, bin, dir, jobDir string, env scaleEnv, proc
 		sample()
 	}
 	round := func(id int64, deadline time.Duration) (delivery, error) {
-		sent := make([]int64, env.n)
-		for i := range env.n {
-			sent[i] = time.Now().UnixMicro()
-			if err := env.insert(ctx, i, id, sent[i]); err != nil {
-				return delivery{}, fmt.Errorf("insert into t%d: %w", i, err)
-			}
-		}
-		arrived := map[int]time.Duration{}
-		end := time.Now().Add(deadline)
-		for len(arrived) < env.n && time.Now().Before(end) {
-			sample()
-			got, err := env.seen(ctx, id)
-			if err == nil {
-				now := time.Now().UnixMicro()
-				for i, ins := range got {
-					if _, ok := arrived[i]; !ok && ins == sent[i] {
-						arrived[i] = time.Duration(now-sent[i]) * time.Microsecond
-					}
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
+		arrived, err := deliverRound(ctx, env, id, 0, deadline, sample)
+		if err != nil {
+			return delivery{}, err
 		}
 		var d delivery
 		var cont, timed []time.Duration

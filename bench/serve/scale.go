@@ -130,9 +130,9 @@ func runScale(ctx context.Context, bin, dir string) ([]scaleResult, error) {
 type scaleEnv struct {
 	backend string
 	n       int
-	args    []string                                             // serve's arguments after the job directory is appended
-	conns   func(pid int) int                                    // connections the server holds now
-	insert  func(ctx context.Context, i int, id, us int64) error // one application commit of (id, us) into table t<i>
+	args    []string                                                   // serve's arguments after the job directory is appended
+	conns   func(pid int) int                                          // connections the server holds now
+	insert  func(ctx context.Context, i int, id, us int64) error       // one application commit of (id, us) into table t<i>
 	seen    func(ctx context.Context, id int64) (map[int]int64, error) // per target r<i> that holds row id: its ins value
 }
 
@@ -344,31 +344,11 @@ func scaleRun(ctx context.Context, bin, dir, jobDir string, env scaleEnv) (scale
 	}
 	slices.Sort(lat)
 	r.commitP50, r.commitP99 = lat[len(lat)/2], lat[len(lat)*99/100]
-	// One change to every table; then wait until each target has it.
-	sent := make([]int64, env.n)
-	for i := 1; i < env.n; i++ {
-		sent[i] = time.Now().UnixMicro()
-		if err := env.insert(ctx, i, 1, sent[i]); err != nil {
-			return r, fmt.Errorf("insert into t%d: %w", i, err)
-		}
-	}
-	arrived := map[int]time.Duration{}
-	deadline := time.Now().Add(60 * time.Second)
-	for len(arrived) < env.n-1 && time.Now().Before(deadline) {
-		sample()
-		got, err := env.seen(ctx, 1)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "read the targets:", err)
-		}
-		if err == nil {
-			now := time.Now().UnixMicro()
-			for i, ins := range got {
-				if _, ok := arrived[i]; !ok && i > 0 && ins == sent[i] {
-					arrived[i] = time.Duration(now-sent[i]) * time.Microsecond
-				}
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+	// One change to every table (t0 is left out: it took the commits
+	// above); each target is watched while the changes are written.
+	arrived, err := deliverRound(ctx, env, 1, 1, 60*time.Second, sample)
+	if err != nil {
+		return r, err
 	}
 	var cont, timed []time.Duration
 	for i, d := range arrived {
@@ -398,6 +378,59 @@ func scaleRun(ctx context.Context, bin, dir, jobDir string, env scaleEnv) (scale
 		fmt.Fprintf(os.Stderr, "scale %s %d: %d of %d changes not delivered; serve log:\n%s\n", env.backend, env.n, r.tables-r.delivered, r.tables, tail(string(logb), 3000))
 	}
 	return r, err
+}
+
+// deliverRound inserts row id into tables t<first>…t<n-1>, each carrying
+// its insert time (µs), in one goroutine while it polls the targets every
+// 100 ms, and returns per table the time from the insert to the first
+// poll that saw the row. It waits until every row arrived or wait after
+// the last insert. The first insert into each table of a session plans
+// its statement and the capture trigger (on PostgreSQL about 100 ms per
+// table on a loaded machine): polling only after all inserts made the
+// early tables' delivery look minutes long.
+func deliverRound(ctx context.Context, env scaleEnv, id int64, first int, wait time.Duration, sample func()) (map[int]time.Duration, error) {
+	done := make(chan error, 1)
+	go func() {
+		for i := first; i < env.n; i++ {
+			if err := env.insert(ctx, i, id, time.Now().UnixMicro()); err != nil {
+				done <- fmt.Errorf("insert into t%d: %w", i, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	arrived := map[int]time.Duration{}
+	var deadline time.Time
+	for len(arrived) < env.n-first && (deadline.IsZero() || time.Now().Before(deadline)) {
+		if deadline.IsZero() {
+			select {
+			case err := <-done:
+				if err != nil {
+					return arrived, err
+				}
+				deadline = time.Now().Add(wait)
+			default:
+			}
+		}
+		sample()
+		got, err := env.seen(ctx, id)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "read the targets:", err)
+		}
+		now := time.Now().UnixMicro()
+		for i, ins := range got {
+			if _, ok := arrived[i]; !ok && i >= first && ins > 0 {
+				arrived[i] = time.Duration(now-ins) * time.Microsecond
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if deadline.IsZero() {
+		if err := <-done; err != nil {
+			return arrived, err
+		}
+	}
+	return arrived, nil
 }
 
 func printScale(rs []scaleResult) {
