@@ -74,11 +74,62 @@ func shapeCheck(attrs []attribute) string {
 // schema-qualified quoted name, attrs its live columns (tableAttributes),
 // which must be t.Table.Columns.
 func trackingDDL(t *Tracked, qualified string, attrs []attribute) []string {
+	out := append(logDDL(t), captureFuncDDL(t, attrs)...)
+	fn := "sluice." + sinkpg.Quote(t.Func)
+	for _, name := range triggerNames {
+		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))
+	}
+	out = append(out,
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_ins AFTER INSERT ON %s REFERENCING NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_upd AFTER UPDATE ON %s REFERENCING OLD TABLE AS sluice_old NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_del AFTER DELETE ON %s REFERENCING OLD TABLE AS sluice_old FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+		fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
+	)
+	for _, name := range triggerNames {
+		out = append(out, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, qualified, name))
+	}
+	return out
+}
+
+// logDDL returns the statements that create the change log of t, or add
+// to it what it lacks (IF NOT EXISTS: each still locks the log).
+func logDDL(t *Tracked) []string {
+	log := t.LogRef()
+	out := []string{
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+	__seq  bigserial NOT NULL,
+	__txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+	__op   "char" NOT NULL,
+	__ts   timestamptz NOT NULL DEFAULT now()
+)`, log),
+		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid)`, sinkpg.Quote(objectName("", t.Log+"_txid")), log),
+		// __extra: the whole row as JSON (to_json), for the rows logged
+		// while the table's columns differ from the log's (shapeCheck);
+		// the partial index lets a read find them in its window at once.
+		// __attnums, __attnames: the attnum and name of each of the
+		// row's JSON values, in order (to_json writes the live columns in
+		// attnum order), which tell a column renamed since from one
+		// dropped and one added (migrateExtra); NULL in rows of an
+		// earlier sluice.
+		fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS __extra json, ADD COLUMN IF NOT EXISTS __attnums pg_catalog.int2[], ADD COLUMN IF NOT EXISTS __attnames pg_catalog.text[]`, log),
+		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid) WHERE __extra IS NOT NULL`, sinkpg.Quote(objectName("", t.Log+"_extra")), log),
+	}
+	for _, c := range t.Table.Columns {
+		out = append(out, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s`, log, sinkpg.Quote(c.Name), c.PGType))
+	}
+	return out
+}
+
+// captureFuncDDL returns the statements that create or replace the
+// capture function of t for the table's live columns attrs (which must
+// be t.Table.Columns, each with a log column of its name and type).
+// Replacing it keeps its oid, so the triggers go on calling it; it takes
+// no lock on the table or the log.
+func captureFuncDDL(t *Tracked, attrs []attribute) []string {
 	log := t.LogRef()
 	fn := "sluice." + sinkpg.Quote(t.Func)
-	var defs, cols []string
+	var cols []string
 	for _, c := range t.Table.Columns {
-		defs = append(defs, sinkpg.Quote(c.Name)+" "+c.PGType)
 		cols = append(cols, sinkpg.Quote(c.Name))
 	}
 	cl := strings.Join(cols, ", ")
@@ -103,23 +154,6 @@ func trackingDDL(t *Tracked, qualified string, attrs []attribute) []string {
 		newOp = fmt.Sprintf(`(SELECT CASE WHEN EXISTS (SELECT %[1]s FROM sluice_new EXCEPT SELECT %[1]s FROM sluice_old) THEN 'A' ELSE 'U' END)`, kl)
 	}
 	update := fmt.Sprintf(`INSERT INTO %[1]s (__op, %[2]s) SELECT 'B'::pg_catalog."char", %[2]s FROM sluice_old UNION ALL SELECT %[3]s::pg_catalog."char", %[2]s FROM sluice_new;`, log, cl, newOp)
-	out := []string{
-		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-	__seq  bigserial NOT NULL,
-	__txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
-	__op   "char" NOT NULL,
-	__ts   timestamptz NOT NULL DEFAULT now()
-)`, log),
-		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid)`, sinkpg.Quote(objectName("", t.Log+"_txid")), log),
-		// __extra: the whole row as JSON (to_json), for the rows logged
-		// while the table's columns differ from the log's (shapeCheck);
-		// the partial index lets a read find them in its window at once.
-		fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS __extra json`, log),
-		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid) WHERE __extra IS NOT NULL`, sinkpg.Quote(objectName("", t.Log+"_extra")), log),
-	}
-	for _, d := range defs {
-		out = append(out, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s`, log, d))
-	}
 	// The function runs as the role that enabled tracking (SECURITY
 	// DEFINER; it owns the log), so any role that may write the table
 	// has its changes logged without a grant on schema sluice; EXECUTE is
@@ -138,7 +172,11 @@ func trackingDDL(t *Tracked, qualified string, attrs []attribute) []string {
 	// would round, so the JSON path raises it to 3 for its INSERT and
 	// restores it; likewise it writes intervals with IntervalStyle
 	// postgres, which sluice's session reads back the same (sql_standard
-	// output is read differently under another style). TRUNCATE reads the table through TG_RELID (EXECUTE),
+	// output is read differently under another style). Each JSON row
+	// also gets the attnums and names of its values (__attnums,
+	// __attnames: one catalog lookup per statement, on this path only),
+	// so that a read maps every value to the column it belongs to now
+	// (migrateExtra). TRUNCATE reads the table through TG_RELID (EXECUTE),
 	// never through the name it had when tracking was enabled.
 	//
 	// GET DIAGNOSTICS after the one INSERT that ran: a statement that
@@ -146,7 +184,8 @@ func trackingDDL(t *Tracked, qualified string, attrs []attribute) []string {
 	// listens on the channel (notifyGate, RegisterListener). NOTIFYs are
 	// delivered at commit, once per channel and transaction however many
 	// statements sent them. use_column: a table column named like the
-	// variable stays a column.
+	// variable stays a column (so a variable next to the table's columns
+	// is qualified by the block's label: sluice_capture.an, .ak).
 	//
 	// The function has no SET search_path: a function with SET clauses
 	// saves and restores the settings on every call, which cost a one-row
@@ -158,12 +197,15 @@ func trackingDDL(t *Tracked, qualified string, attrs []attribute) []string {
 	// are qualified, transition tables take precedence over relations of
 	// the same name, and EXCEPT compares keys with their types' default
 	// operator classes (TestCaptureIgnoresSearchPath).
-	out = append(out, fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $sluice$
+	out := []string{fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $sluice$
 #variable_conflict use_column
+<<sluice_capture>>
 DECLARE
 	n bigint;
 	fd pg_catalog.text;
 	st pg_catalog.text;
+	an pg_catalog.int2[];
+	ak pg_catalog.text[];
 BEGIN
 	IF %[8]s THEN
 		IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
@@ -185,14 +227,16 @@ BEGIN
 		IF st OPERATOR(pg_catalog.<>) 'postgres' THEN
 			PERFORM pg_catalog.set_config('IntervalStyle', 'postgres', true);
 		END IF;
+		SELECT pg_catalog.array_agg(a.attnum ORDER BY a.attnum), pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) INTO an, ak
+			FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) TG_RELID AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
 		IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
-			INSERT INTO %[2]s (__op, __extra) SELECT 'I', pg_catalog.to_json(r) FROM sluice_new r;
+			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'I', pg_catalog.to_json(r), sluice_capture.an, sluice_capture.ak FROM sluice_new r;
 		ELSIF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
-			INSERT INTO %[2]s (__op, __extra) SELECT 'B'::pg_catalog."char", pg_catalog.to_json(r) FROM sluice_old r UNION ALL SELECT 'A'::pg_catalog."char", pg_catalog.to_json(r) FROM sluice_new r;
+			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'B'::pg_catalog."char", pg_catalog.to_json(r), sluice_capture.an, sluice_capture.ak FROM sluice_old r UNION ALL SELECT 'A'::pg_catalog."char", pg_catalog.to_json(r), sluice_capture.an, sluice_capture.ak FROM sluice_new r;
 		ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
-			INSERT INTO %[2]s (__op, __extra) SELECT 'D', pg_catalog.to_json(r) FROM sluice_old r;
+			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r), sluice_capture.an, sluice_capture.ak FROM sluice_old r;
 		ELSIF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
-			EXECUTE %[9]s OPERATOR(pg_catalog.||) TG_RELID::pg_catalog.regclass::pg_catalog.text OPERATOR(pg_catalog.||) ' r';
+			EXECUTE %[9]s OPERATOR(pg_catalog.||) TG_RELID::pg_catalog.regclass::pg_catalog.text OPERATOR(pg_catalog.||) ' r' USING an, ak;
 		END IF;
 		GET DIAGNOSTICS n = ROW_COUNT;
 		IF fd::pg_catalog.int4 OPERATOR(pg_catalog.<) 1 THEN
@@ -207,19 +251,7 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END
-$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Key)), update, notifyGate(NotifyChannel(t.Key)), shapeCheck(attrs), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra) SELECT 'D', pg_catalog.to_json(r) FROM `, log))),
-		fmt.Sprintf(`REVOKE ALL ON FUNCTION %s() FROM PUBLIC`, fn))
-	for _, name := range triggerNames {
-		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))
-	}
-	out = append(out,
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_ins AFTER INSERT ON %s REFERENCING NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_upd AFTER UPDATE ON %s REFERENCING OLD TABLE AS sluice_old NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_del AFTER DELETE ON %s REFERENCING OLD TABLE AS sluice_old FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-	)
-	for _, name := range triggerNames {
-		out = append(out, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, qualified, name))
-	}
+$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Key)), update, notifyGate(NotifyChannel(t.Key)), shapeCheck(attrs), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r), $1, $2 FROM `, log))),
+		fmt.Sprintf(`REVOKE ALL ON FUNCTION %s() FROM PUBLIC`, fn)}
 	return out
 }

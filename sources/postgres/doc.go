@@ -31,13 +31,18 @@
 // DDL that adds, drops, renames or retypes one, it logs each row as
 // to_json(row) in the log's __extra column instead of naming columns that
 // may no longer exist, so the application's statements never fail
-// because of capture. Describing a stream (Stream, which every run does
-// first) finds the table's columns out of line with the log (checkLog,
-// logBehind) and does what ALTER TABLE … SET PROPERTIES
-// ('change_tracking' = 'true') does, under the same bounded locks: it
-// brings the log in line (rename by attnum, type conversion, new
-// columns), rewrites the function for the new columns and moves the JSON
-// rows into the typed columns (schemachange.go, followColumnsNow). A read
+// because of capture. Each JSON row also records the attnums of its
+// values (__attnums), so a value is never taken for another column by
+// its name. Describing a stream (Stream, which every run does first)
+// finds the table's columns out of line with the log (checkLog,
+// logBehind) and brings the log in line without locking the table: the
+// log's columns follow the table's by attnum (renamed, converted,
+// dropped with a dropped column, added), the function is rewritten for
+// them (CREATE OR REPLACE keeps its oid: the triggers are not touched),
+// and then the JSON rows move into the typed columns by attnum
+// (schemachange.go, followColumnsNow). After the primary key changed, it
+// enables tracking again instead (the table locked, so that no statement
+// still pairs UPDATE images under the old key). A read
 // whose window still holds such rows (written after that) refuses with an
 // error wrapping ErrTableChanged and runner.ErrPlanStale: the runner plans
 // again, which brings them in.

@@ -317,11 +317,11 @@ func readErr(t *testing.T, b *Backend, name string) error {
 	})
 }
 
-// TestPairedKeyRedefined: after the primary key is redefined, reads stop
-// (the 'U' marks were made under the old key) until tracking is enabled
-// again, which pairs under the new key and unmarks the log's old 'U'
-// rows: an update that kept the old key and changed the new one is then
-// read as a DELETE plus an INSERT.
+// TestPairedKeyRedefined: after the primary key is redefined, the 'U'
+// marks in the log were made under the old key; the next read (Stream)
+// enables tracking again itself, which pairs under the new key and
+// unmarks the log's old 'U' rows: an update that kept the old key and
+// changed the new one is then read as a DELETE plus an INSERT.
 func TestPairedKeyRedefined(t *testing.T) {
 	b, _ := openDB(t)
 	ctx := context.Background()
@@ -352,11 +352,9 @@ func TestPairedKeyRedefined(t *testing.T) {
 	if pairs() {
 		t.Fatal("pairs known under a redefined primary key")
 	}
-	if err := readErr(t, b, "rk_s"); !errors.Is(err, ErrTableChanged) {
-		t.Fatalf("read under a redefined primary key: %v, want ErrTableChanged", err)
+	if err := readErr(t, b, "rk_s"); err != nil {
+		t.Fatalf("read under a redefined primary key: %v, want it to enable tracking again itself", err)
 	}
-
-	track(t, b, "rk")
 	if !pairs() {
 		t.Fatal("pairs not known after tracking was enabled again")
 	}

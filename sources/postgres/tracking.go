@@ -215,8 +215,8 @@ func (b *Backend) checkLog(ctx context.Context, q sinkpg.Querier, t *Tracked) er
 	// The capture pairs images under the primary key recorded when
 	// tracking was enabled (nil: recorded by an earlier sluice, unknown).
 	if len(t.PairedKey) > 0 && !slices.Equal(t.PairedKey, t.Table.Key) {
-		return fmt.Errorf("%w: the primary key of %s is (%s), not (%s) as when change tracking was enabled; run ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true') again",
-			ErrTableChanged, sinkpg.Quote(t.Table.Name), strings.Join(t.Table.Key, ", "), strings.Join(t.PairedKey, ", "), t.Table.Name)
+		return fmt.Errorf("%w: the primary key of %s is (%s), not (%s) as when change tracking was enabled (%w: the next run enables tracking again, as ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true') does)",
+			ErrTableChanged, sinkpg.Quote(t.Table.Name), strings.Join(t.Table.Key, ", "), strings.Join(t.PairedKey, ", "), runner.ErrPlanStale, t.Table.Name)
 	}
 	return nil
 }
@@ -236,7 +236,7 @@ func deferredKeyError(tab *sinkpg.Table) error {
 // logged, or a column that was NULL in their images. Read under the new
 // key, they would all fall on one NULL key. tx holds the tracking lock;
 // the log has the table's columns.
-func checkPendingKeys(ctx context.Context, tx pgx.Tx, t *Tracked) error {
+func checkPendingKeys(ctx context.Context, tx pgx.Tx, t *Tracked, oldKey []string) error {
 	if len(t.Table.Key) == 0 {
 		return nil
 	}
@@ -260,8 +260,13 @@ func checkPendingKeys(ctx context.Context, tx pgx.Tx, t *Tracked) error {
 		return err
 	}
 	if n > 0 {
-		return fmt.Errorf("%w: %d change-log row(s) in sluice.%s that the streams on %s have not read have no value for the primary key (%s); nothing was changed. Read them under the old primary key first (restore it, enable tracking again, run the jobs of every stream on %s), then change the key; or drop and recreate those streams and backfill their targets",
-			ErrKeyNotLogged, n, sinkpg.Quote(t.Log), sinkpg.Quote(t.Table.Name), strings.Join(t.Table.Key, ", "), t.Table.Name)
+		how := "drop and recreate those streams and backfill their targets"
+		if len(oldKey) > 0 {
+			how = fmt.Sprintf("restore the old primary key, in psql (PostgreSQL SQL, not sluice's dialect): ALTER TABLE %s DROP CONSTRAINT %s, ADD PRIMARY KEY (%s); the next runs then read them under it, and once every stream on %s has read them the key can be changed again",
+				sinkpg.Quote(t.Table.Name), sinkpg.Quote(t.Table.KeyConstraint), sinkpg.QuoteList("", oldKey), t.Table.Name)
+		}
+		return fmt.Errorf("%w: %d change-log row(s) in sluice.%s that the streams on %s have not read have no value for the new primary key (%s) (logged before a key column existed, or with NULL in it); nothing was read or changed and no offset moved. To go on losing nothing, %s",
+			ErrKeyNotLogged, n, sinkpg.Quote(t.Log), sinkpg.Quote(t.Table.Name), strings.Join(t.Table.Key, ", "), how)
 	}
 	return nil
 }
@@ -316,7 +321,7 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 			if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}') FROM sluice.tracking WHERE table_name = $1`, key).Scan(&oldNames); err != nil {
 				return err
 			}
-			if err := followColumns(ctx, tx, t, attrs, oldNames); err != nil {
+			if _, err := followColumns(ctx, tx, t, attrs, oldNames); err != nil {
 				return err
 			}
 		}
@@ -326,7 +331,7 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 			}
 		}
 		if tracked {
-			if err := migrateExtra(ctx, tx, t); err != nil {
+			if err := migrateExtra(ctx, tx, t, attnamesOf(attrs)); err != nil {
 				return err
 			}
 			n, err := dropFutureRows(ctx, tx, t)
@@ -338,7 +343,7 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 			}
 		}
 		if tracked && !slices.Equal(old.PairedKey, t.PairedKey) {
-			if err := checkPendingKeys(ctx, tx, t); err != nil {
+			if err := checkPendingKeys(ctx, tx, t, old.PairedKey); err != nil {
 				return err
 			}
 			// The 'U' rows logged so far are paired under the old key (if
