@@ -65,6 +65,25 @@ func (s *NullSuspects) Note(ch *cdc.Change, notNull []bool, keyOf func(*cdc.Chan
 	}
 }
 
+// NoteAppended records the appended change ch for the NOT NULL columns
+// notNull (aligned with the projected columns): the first row that
+// carries NULL into such a column becomes its suspect and stays one (an
+// append writes every row, so no later row clears it). keyOf renders the
+// row's key (Suspect.Text, and Suspect.Key, empty for a row without key
+// columns).
+func (s *NullSuspects) NoteAppended(ch *cdc.Change, notNull []bool, keyOf func(*cdc.Change) (string, []any)) {
+	for i, nn := range notNull {
+		if !nn || !ch.Has(i) || ch.Row[i] != nil || len(s.keys[i]) > 0 {
+			continue
+		}
+		text, key := keyOf(ch)
+		if s.keys == nil {
+			s.keys, s.index = map[int][]Suspect{}, map[int]map[string]int{}
+		}
+		s.keys[i] = append(s.keys[i], Suspect{Text: text, Key: key})
+	}
+}
+
 // Reset forgets every suspect (after a successful merge).
 func (s *NullSuspects) Reset() { s.keys, s.index = nil, nil }
 

@@ -11,7 +11,9 @@ import (
 // Naming the row of a NOT NULL violation: PostgreSQL's not_null_violation
 // (23502) names the column but not the row, and leaves the transaction
 // unusable for a query that would find it, so the rows staged are noted as
-// they come (changerel.NullSuspects).
+// they come (changerel.NullSuspects): by a merge, and by an append whose
+// rows are staged to be cast (jsonb, uuid, arrays…; an append COPYed
+// straight into its target is named by the COPY's line, copyError).
 
 // notNullError returns err (a failed merge of the staged rows) with the
 // row named when it is a not_null_violation of a column a suspect writes
@@ -29,6 +31,9 @@ func (t *Tx) notNullError(err error) error {
 		}
 		if k, ok := t.nulls.First(i); ok {
 			ve := &cdc.ValueError{Key: k.Key, Column: name, Type: t.c.types[i], Value: nil, Reason: "the target column is NOT NULL"}
+			if len(k.Key) == 0 { // a row without key columns (append): "row (INSERT of commit version 12)"
+				return fmt.Errorf("postgres sink: write %s: row %s: %w (%w)", Quote(t.p.st.Table), k.Text, ve, err)
+			}
 			return fmt.Errorf("postgres sink: write %s: %w (%w)", Quote(t.p.st.Table), ve, err)
 		}
 	}

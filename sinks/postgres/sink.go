@@ -119,7 +119,7 @@ type compiled struct {
 	target  *Table     // the target (synthesized when missing)
 	types   []cdc.Type // the logical type each projected column is written as
 	columns []string   // target column names, aligned with st.Schema
-	notNull []bool     // mode merge: the target column is NOT NULL and not a merge key (those are checked apart), aligned with st.Schema
+	notNull []bool     // the target column is NOT NULL (mode merge: and not a merge key, those are checked apart; history: nil), aligned with st.Schema
 	stage   string     // CREATE TEMP TABLE of the stage, "" for direct COPY
 	casts   []string   // per projected column, the type its text-staged values are cast to ("" none); nil when none is
 	apply   *Apply     // the merge over StageTable (full rows); nil for direct COPY
@@ -188,7 +188,7 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 			return nil, fmt.Errorf("postgres sink: column %q of %s is %s, which cannot hold the projected %s", tc.Name, Quote(st.Table), tc.Type, col.Type)
 		}
 		c.types[i], c.columns[i] = tc.Type, tc.Name
-		if tc.NotNull && st.Mode == plan.ModeMerge && !slices.ContainsFunc(st.Keys, func(k string) bool { return strings.EqualFold(k, col.Name) }) {
+		if tc.NotNull && (st.Mode == plan.ModeMerge && !slices.ContainsFunc(st.Keys, func(k string) bool { return strings.EqualFold(k, col.Name) }) || !st.Mode.Keyed()) {
 			if c.notNull == nil {
 				c.notNull = make([]bool, len(st.Schema.Columns))
 			}

@@ -238,6 +238,8 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 			if t.c.notNull != nil {
 				t.nulls.Note(ch, t.c.notNull, t.keyOf)
 			}
+		} else if staged && t.c.notNull != nil {
+			t.nulls.NoteAppended(ch, t.c.notNull, t.keyOf)
 		}
 		rows = append(rows, r)
 		if !staged {
@@ -394,9 +396,10 @@ func (t *Tx) valueError(err error, ch *cdc.Change, column string) error {
 	}
 	out := *ve
 	out.Column = column
-	if t.keyIdx != nil {
-		_, out.Key = t.keyOf(ch)
+	if t.keyIdx == nil { // no key columns: name the row by its change and commit version
+		return fmt.Errorf("postgres sink: write %s: %s: %w", Quote(t.p.st.Table), changerel.RowLabel(ch, t.p.st.Schema, nil, nil), &out)
 	}
+	_, out.Key = t.keyOf(ch)
 	return fmt.Errorf("postgres sink: write %s: %w", Quote(t.p.st.Table), &out)
 }
 
