@@ -329,7 +329,11 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 		s.metrics.observe(name, res, err, st0)
 	}
 	out := outcome{status: st0, err: err, run: r, history: !emptyPoll, empty: emptyPoll}
-	e.quiet.after(start, emptyPoll && st0 == StatusCommitted, pos, posOK)
+	// For skipping, a run that read nothing counts as empty even if its
+	// offset moved: a PostgreSQL offset carries the snapshot, which every
+	// commit in the database moves, so idle jobs there were never quiet
+	// (and continuous ones, "moved", ran again at once, all the time).
+	e.quiet.after(start, st0 == StatusCommitted && Rows(r.Read) == 0 && r.DeadLettered == 0, pos, posOK)
 	switch st0 {
 	case StatusCommitted:
 		out.moved = Rows(r.Read) > 0 || !r.From.Equal(r.To)

@@ -15,8 +15,10 @@ const DefaultQuietMax = 5 * time.Minute
 //
 // Skipping is exact because the position is read before the run: every
 // change logged after that read moves the position, and every change
-// logged before it was either read by the run (then the run was not empty
-// and nothing is remembered) or was not there.
+// logged before it was either read by the run (then the run read
+// something and nothing is remembered) or was not there. A run that read
+// nothing counts as empty here even when its offset moved (a PostgreSQL
+// offset's snapshot moves with every commit in the database).
 type quietState struct {
 	mu    sync.Mutex
 	watch Positioner // nil: never skip
