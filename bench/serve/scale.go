@@ -48,6 +48,7 @@ type scaleResult struct {
 	delivered, tables int
 	rssMB             int64
 	errors            int
+	firstRuns         time.Duration // from the start until every job had run once
 }
 
 const appName = "sluice_bench_scale"
@@ -176,32 +177,39 @@ func scaleSQLite(ctx context.Context, bin, dir string, n int) (scaleResult, erro
 	})
 }
 
-// seenRows reads row id of every target r0…r<n-1> in one statement.
+// seenRows reads row id of every target r0…r<n-1>, 400 targets per
+// statement (SQLite allows 500 terms in a compound SELECT).
 func seenRows(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }, n int, id int64) (map[int]int64, error) {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteString(" UNION ALL ")
-		}
-		fmt.Fprintf(&b, "SELECT %d, ins FROM r%d WHERE id = %d", i, i, id)
-	}
-	rows, err := q.QueryContext(ctx, b.String())
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[int]int64{}
-	for rows.Next() {
-		var i int
-		var ins int64
-		if err := rows.Scan(&i, &ins); err != nil {
+	for lo := 0; lo < n; lo += 400 {
+		var b strings.Builder
+		for i := lo; i < min(n, lo+400); i++ {
+			if i > lo {
+				b.WriteString(" UNION ALL ")
+			}
+			fmt.Fprintf(&b, "SELECT %d, ins FROM r%d WHERE id = %d", i, i, id)
+		}
+		rows, err := q.QueryContext(ctx, b.String())
+		if err != nil {
 			return nil, err
 		}
-		out[i] = ins
+		for rows.Next() {
+			var i int
+			var ins int64
+			if err := rows.Scan(&i, &ins); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[i] = ins
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func scalePG(ctx context.Context, bin, dir string, n int) (scaleResult, error) {
@@ -317,9 +325,18 @@ func scaleRun(ctx context.Context, bin, dir, jobDir string, env scaleEnv) (scale
 	}
 	r.startup = time.Since(srv.start)
 	// Let the first runs (every continuous job at once, the timed ones at
-	// their first fire) pass before measuring idle.
-	for t0 := time.Now(); time.Since(t0) < 12*time.Second; time.Sleep(time.Second) {
+	// their first fire) pass before measuring idle: at least 12 s, and
+	// until every job has run once (sluice_runs_total), at most 3 minutes.
+	for t0 := time.Now(); time.Since(t0) < 3*time.Minute; time.Sleep(time.Second) {
 		sample()
+		if time.Since(t0) < 12*time.Second {
+			continue
+		}
+		m, err := metricsOf(addr)
+		if err == nil && m["sluice_runs_total{committed}"]+m["sluice_runs_total{empty}"]+m["sluice_runs_total{failed}"] >= float64(env.n) {
+			r.firstRuns = time.Since(srv.start)
+			break
+		}
 	}
 	cpu0, err := procCPU(pid)
 	if err != nil {
@@ -438,9 +455,9 @@ func printScale(rs []scaleResult) {
 		return
 	}
 	fmt.Printf("\nscale: N jobs on one `sluice serve` (half continuous, half @every 10s), idle %s, then one change per table\n", *scaleIdle)
-	fmt.Printf("%-11s %6s %9s %9s %6s %16s %18s %10s %10s %9s %7s\n", "backend", "jobs", "armed in", "idle CPU", "conns", "app commit p50/99", "continuous p50/p99", "@every max", "delivered", "peak RSS", "errors")
+	fmt.Printf("%-11s %6s %9s %10s %9s %6s %16s %18s %10s %10s %9s %7s\n", "backend", "jobs", "armed in", "all ran in", "idle CPU", "conns", "app commit p50/99", "continuous p50/p99", "@every max", "delivered", "peak RSS", "errors")
 	for _, r := range rs {
-		fmt.Printf("%-11s %6d %9s %8.1f%% %6d %16s %18s %10s %10s %7dMB %7d\n", r.backend, r.jobs, r.startup.Round(10*time.Millisecond), r.idleCPU, r.conns,
+		fmt.Printf("%-11s %6d %9s %10s %8.1f%% %6d %16s %18s %10s %10s %7dMB %7d\n", r.backend, r.jobs, r.startup.Round(10*time.Millisecond), r.firstRuns.Round(100*time.Millisecond), r.idleCPU, r.conns,
 			ms(r.commitP50)+"/"+ms(r.commitP99), ms(r.contP50)+"/"+ms(r.contP99), r.timedMax.Round(10*time.Millisecond),
 			fmt.Sprintf("%d/%d", r.delivered, r.tables), r.rssMB, r.errors)
 	}
