@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/plan"
@@ -82,5 +83,55 @@ func TestQuietAfterOffsetOnlyRun(t *testing.T) {
 		if n := fr.count("j"); n != s.wantRuns {
 			t.Errorf("after fire %d: %d runs, want %d", i+1, n, s.wantRuns)
 		}
+	}
+}
+
+// TestTrimWhileQuiet: while every job is quiet, the lag poll does not
+// trim the change logs again (until QuietMax); once a job's position
+// moves, it does.
+func TestTrimWhileQuiet(t *testing.T) {
+	w := &fixedPosition{pos: "1.0", ch: make(chan struct{}, 1)}
+	var mu sync.Mutex
+	calls := 0
+	trim := func(ctx context.Context, jobs []*plan.Job) ([]runner.LogSize, error) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return nil, nil
+	}
+	trims := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls
+	}
+	// After the position moves, runs read a row: the job is not quiet.
+	fr := &fakeRun{fn: func(ctx context.Context, job *plan.Job, call int) (*runner.Result, error) {
+		r := &runner.Result{Job: job.Name}
+		if p, _ := w.Position(); p != "1.0" {
+			r.Stats.Read = map[cdc.Op]int64{cdc.OpInsert: 1}
+		}
+		return r, nil
+	}}
+	waker := func(ctx context.Context, job *plan.Job) (Waker, error) { return w, nil }
+	_, clock, rec := newTestServer(t, Config{Run: fr.run, Waker: waker, TrimLogs: trim, LagInterval: time.Minute, QuietMax: 24 * time.Hour}, testJob("j", "@every 5s"))
+	ev := rec.waitKind(t, "j", EventScheduled)
+	clock.Set(ev.Next)
+	rec.waitKind(t, "j", EventDone) // reads nothing: j is quiet
+	waitFor(t, "the first trim", func() bool { return trims() >= 1 })
+	first := trims()
+	for range 3 {
+		clock.Advance(time.Minute)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := trims(); got != first {
+		t.Errorf("%d trims while every job was quiet, want none after the first %d", got-first, first)
+	}
+	w.set("1.1")
+	for i := 0; i < 50 && trims() == first; i++ { // (the loop may not wait on its timer yet)
+		clock.Advance(time.Minute)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if trims() == first {
+		t.Error("no trim after the position moved")
 	}
 }

@@ -575,8 +575,14 @@ func (s *Server) emit(ev Event) {
 }
 
 // lagLoop refreshes every job's lag, and trims and measures the change
-// logs, each LagInterval.
+// logs, each LagInterval. While every job is quiet (its last run found
+// nothing and its position has not moved since, quiet.go) the logs are
+// trimmed at most once per QuietMax: nothing was logged that a trim could
+// remove, and a trim of a PostgreSQL database of 1,000 tracked tables
+// takes thousands of statements (issue #19: it ran back to back, 60 s
+// each, on an idle server).
 func (s *Server) lagLoop(ctx context.Context) {
+	var lastTrim time.Time
 	for {
 		s.mu.Lock()
 		jobs := make([]*plan.Job, 0, len(s.entries))
@@ -585,6 +591,13 @@ func (s *Server) lagLoop(ctx context.Context) {
 			jobs, entries = append(jobs, e.job), append(entries, e)
 		}
 		s.mu.Unlock()
+		allQuiet := true
+		for _, e := range entries {
+			if !e.quiet.unchanged() {
+				allQuiet = false
+				break
+			}
+		}
 		if s.cfg.Lag != nil {
 			for _, e := range entries {
 				if e.quiet.unchanged() {
@@ -596,8 +609,9 @@ func (s *Server) lagLoop(ctx context.Context) {
 				s.refreshLag(ctx, e.job)
 			}
 		}
-		if s.cfg.TrimLogs != nil {
+		if now := s.clock.Now(); s.cfg.TrimLogs != nil && (!allQuiet || lastTrim.IsZero() || now.Sub(lastTrim) >= s.quietMax()) {
 			s.trimLogs(ctx, jobs)
+			lastTrim = now
 		}
 		t := s.clock.NewTimer(s.cfg.LagInterval)
 		select {
