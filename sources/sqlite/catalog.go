@@ -46,12 +46,19 @@ const initialPrefix = "initial@"
 type position struct {
 	seq     int64
 	initial bool // the initial rows are still pending (SHOW_INITIAL_ROWS)
+	// anchor is the fingerprint of the change-log row numbered seq when
+	// the read point was taken (anchor.go), "" when there was none or the
+	// offset was written by a sluice without anchors: "<seq>:<anchor>".
+	anchor string
 }
 
 func (p position) String() string {
 	s := strconv.FormatInt(p.seq, 10)
 	if p.initial {
 		return initialPrefix + s
+	}
+	if p.anchor != "" {
+		return s + ":" + p.anchor
 	}
 	return s
 }
@@ -83,6 +90,8 @@ func parsePosition(s string) (position, error) {
 	var p position
 	if rest, ok := strings.CutPrefix(s, initialPrefix); ok {
 		p.initial, s = true, rest
+	} else if num, anchor, ok := strings.Cut(s, ":"); ok && validAnchor(anchor) {
+		p.anchor, s = anchor, num
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {

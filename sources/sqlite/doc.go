@@ -108,7 +108,9 @@
 //
 // # Offsets and reads
 //
-// An offset is cdc.SingleOffset("<seq>"): every change with seq <= it is
+// An offset is cdc.SingleOffset("<seq>") or, as a read hands it out,
+// "<seq>:<anchor>" (anchor.go: a fingerprint of the log row numbered seq):
+// every change with seq <= it is
 // consumed. A SHOW_INITIAL_ROWS stream starts at "initial@<seq>" (seq = the
 // log position at creation) until its first consumption. A read opens a
 // read transaction, takes the read point from sqlite_sequence (the last seq
@@ -140,7 +142,8 @@
 // another file, taken before the database was replaced by an earlier copy
 // of itself) is refused with ErrRestored instead of skipping the changes
 // the restored log numbers again up to it. A restored copy whose log has
-// numbered past that offset since is not detected.
+// numbered past that offset since is told by the offset's anchor: the
+// row with that seq is another change now (ErrRestored, anchor.go).
 //
 // Advance is a compare-and-set of the offset (and of the stream's id) in a
 // BEGIN IMMEDIATE transaction, which then purges the log rows every stream

@@ -40,7 +40,9 @@ var (
 	// connection held; nothing was changed.
 	ErrBusy = errors.New("the database's write lock is held by another connection")
 	// ErrRestored: a read from an offset past the last change the
-	// database's log numbered: the file was replaced by an earlier copy.
+	// database's log numbered, or whose anchor names another change than
+	// the log's row of that seq now (anchor.go): the file was replaced by
+	// an earlier copy.
 	ErrRestored = errors.New("offset is ahead of the database (restored from an earlier copy)")
 	// ErrUnsupported: a statement or construct the backend does not run.
 	ErrUnsupported = errors.New("not supported by the sqlite backend")

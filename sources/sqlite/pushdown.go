@@ -373,7 +373,11 @@ func addStats(a, b runner.Stats) runner.Stats {
 // preRead fills temp.sluice_push with the changes of (from, upTo] outside
 // any write transaction.
 func (pp *pushPlan) preRead(ctx context.Context, conn *sql.Conn, info *runner.StreamInfo, from cdc.Offset, upTo int64) (*preRead, error) {
-	to := position{seq: upTo}.offset()
+	tp, err := anchored(ctx, conn, info, upTo)
+	if err != nil {
+		return nil, err
+	}
+	to := tp.offset()
 	read, args, err := pushQuery(info, from, to, pp.p.Sink.IgnoresUpdateBefore())
 	if err != nil {
 		return nil, err
@@ -475,10 +479,20 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string, pre *pr
 	if last == 0 {
 		last = seq
 	}
-	to := position{seq: seq}.offset()
-	if pp.stepped && ferr == nil && !fp.initial {
-		to = position{seq: max(fp.seq, min(last, fp.seq+rows))}.offset()
+	if ferr == nil {
+		if err := checkAnchor(ctx, conn, info, from, fp); err != nil {
+			return fail(err)
+		}
 	}
+	toSeq := seq
+	if pp.stepped && ferr == nil && !fp.initial {
+		toSeq = max(fp.seq, min(last, fp.seq+rows))
+	}
+	tp, err := anchored(ctx, conn, info, toSeq)
+	if err != nil {
+		return fail(err)
+	}
+	to := tp.offset()
 	if err := checkAppendAbsent(ctx, conn, info, from, to); err != nil {
 		return fail(err)
 	}

@@ -180,7 +180,14 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 	if st, err := parseOffset(s.Offset); err == nil && (f.seq < st.seq || f.initial && !st.initial) {
 		return nil, fmt.Errorf("%w: reading stream %s from %s, behind its offset %s: another job consumed the changes in between and the change log may no longer hold them (use one stream per job)", ErrBehindOffset, s.Name, from, s.Offset)
 	}
-	readPoint := position{seq: to}.offset()
+	if err := checkAnchor(ctx, tx, s, from, f); err != nil {
+		return nil, err
+	}
+	rp, err := anchored(ctx, tx, s, to)
+	if err != nil {
+		return nil, err
+	}
+	readPoint := rp.offset()
 	if err := checkAppendAbsent(ctx, tx, s, from, readPoint); err != nil {
 		return nil, err
 	}

@@ -215,45 +215,97 @@ func TestRunReplacedStream(t *testing.T) {
 }
 
 // TestRunRestoredSQLiteSource: a SQLite source file replaced by an earlier
-// copy of itself (the application restores a backup) while the job's sink,
-// in another file, keeps a checkpoint taken on the later state. The run
-// refuses, saying what happened, instead of reading from a position the
-// restored log numbers again (which would skip the application's new
-// changes); the target keeps what it had.
+// copy of itself (the application restores a backup, a real file copy)
+// while the job's sink, in another file, keeps a checkpoint taken on the
+// later state. Whether the restored log is still behind the checkpoint or
+// the application has written past it since (the log numbers the same
+// seqs again for other changes), the run refuses, saying what happened,
+// instead of reading from a position that would skip the application's
+// new changes; the target keeps what it had. A checkpoint written by an
+// earlier sluice (no anchor) is read on as before.
 func TestRunRestoredSQLiteSource(t *testing.T) {
-	d := newDB(t)
-	path := filepath.Join(d.dir, "x.db")
-	backup := filepath.Join(d.dir, "backup.db")
-	app := sqliteApp(path)
-	sink := "sqlite:" + filepath.Join(d.dir, "sink.db")
-	mustSluice(t, "sql", "--conn", d.conn, "CREATE TABLE items (id INT, v STRING, PRIMARY KEY (id)); "+
-		"ALTER TABLE items SET PROPERTIES ('change_tracking' = 'true'); "+
-		"CREATE TABLE STREAM items_s ON TABLE items WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')")
-	job := writeFile(t, d.dir, "items_copy.yaml", "name: items_copy\nsource: items_s\nselect: [id, v]\nsink:\n  table: items_copy\n  mode: merge\n  keys: [id]\n  connection: "+sink+"\n")
-	app.exec(t, "INSERT INTO items VALUES (1, 'a')")
-	app.exec(t, "VACUUM INTO '"+backup+"'")
-	app.exec(t, "INSERT INTO items VALUES (2, 'b'), (3, 'c')")
-	mustSluice(t, "run", "--conn", d.conn, job)
+	for _, tc := range []struct {
+		name string
+		// after the restore, the application's writes (the backup holds
+		// seq 1; the checkpoint is at seq 3)
+		writes []string
+	}{
+		{"log behind the checkpoint", []string{"INSERT INTO items VALUES (4, 'd')"}},
+		{"log numbered past the checkpoint", []string{"INSERT INTO items VALUES (4, 'd')", "INSERT INTO items VALUES (5, 'e'), (6, 'f')", "UPDATE items SET v = 'A' WHERE id = 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDB(t)
+			path := filepath.Join(d.dir, "x.db")
+			backup := filepath.Join(d.dir, "backup.db")
+			app := sqliteApp(path)
+			sink := "sqlite:" + filepath.Join(d.dir, "sink.db")
+			mustSluice(t, "sql", "--conn", d.conn, "CREATE TABLE items (id INT, v STRING, PRIMARY KEY (id)); "+
+				"ALTER TABLE items SET PROPERTIES ('change_tracking' = 'true'); "+
+				"CREATE TABLE STREAM items_s ON TABLE items WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')")
+			job := writeFile(t, d.dir, "items_copy.yaml", "name: items_copy\nsource: items_s\nselect: [id, v]\nsink:\n  table: items_copy\n  mode: merge\n  keys: [id]\n  connection: "+sink+"\n")
+			app.exec(t, "INSERT INTO items VALUES (1, 'a')")
+			if err := copyFile(path, backup); err != nil { // the backup: a plain copy of the file (no WAL content: the write above was checkpointed by closing)
+				t.Fatal(err)
+			}
+			app.exec(t, "INSERT INTO items VALUES (2, 'b')")
+			app.exec(t, "INSERT INTO items VALUES (3, 'c')")
+			mustSluice(t, "run", "--conn", d.conn, job)
 
-	// The restore: the backup replaces the file; the application writes on.
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
+			// The restore: the backup replaces the file; the application writes on.
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+			}
+			if err := copyFile(backup, path); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.writes {
+				app.exec(t, w)
+			}
+			r := sluice(t, "run", "--conn", d.conn, job)
+			if r.code != 1 || !strings.Contains(r.stderr, "replaced by an earlier copy (a restored backup)") || !strings.Contains(r.stderr, "sluice backfill") {
+				t.Fatalf("run after the restore: want exit 1 naming the restore and sluice backfill\n%v", r)
+			}
+			if got, want := sqliteApp(filepath.Join(d.dir, "sink.db")).rows(t, "SELECT CAST(id AS TEXT), v FROM items_copy ORDER BY id"), []string{"1 a", "2 b", "3 c"}; !slices.Equal(got, want) {
+				t.Errorf("target after the refused run = %q, want %q", got, want)
+			}
+		})
+	}
+	t.Run("checkpoint of an earlier sluice", func(t *testing.T) {
+		d := newDB(t)
+		app := sqliteApp(filepath.Join(d.dir, "x.db"))
+		sinkPath := filepath.Join(d.dir, "sink.db")
+		mustSluice(t, "sql", "--conn", d.conn, "CREATE TABLE items (id INT, v STRING, PRIMARY KEY (id)); "+
+			"ALTER TABLE items SET PROPERTIES ('change_tracking' = 'true'); "+
+			"CREATE TABLE STREAM items_s ON TABLE items WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')")
+		job := writeFile(t, d.dir, "items_copy.yaml", "name: items_copy\nsource: items_s\nselect: [id, v]\nsink:\n  table: items_copy\n  mode: merge\n  keys: [id]\n  connection: sqlite:"+sinkPath+"\n")
+		app.exec(t, "INSERT INTO items VALUES (1, 'a'), (2, 'b')")
+		mustSluice(t, "run", "--conn", d.conn, job)
+		sinkApp := sqliteApp(sinkPath)
+		cp := sinkApp.rows(t, `SELECT "offset", job FROM sluice_checkpoints WHERE job = 'items_copy'`)
+		if len(cp) != 1 || !strings.Contains(cp[0], ":") {
+			t.Fatalf("checkpoint = %q, want one offset with an anchor (seq:fingerprint)", cp)
 		}
-	}
-	data, err := os.ReadFile(backup)
+		// The form an earlier sluice wrote: the seq alone, in the sink and in the stream.
+		sinkApp.exec(t, `UPDATE sluice_checkpoints SET "offset" = '{"positions":{"":"2"}}' WHERE job = 'items_copy'`)
+		app.exec(t, `UPDATE sluice_streams SET "offset" = '2' WHERE name = 'items_s'`)
+		app.exec(t, "UPDATE items SET v = 'B' WHERE id = 2")
+		r := mustSluice(t, "run", "--conn", d.conn, job)
+		if got := parseRun(t, r.stdout)["items_copy"]; !strings.HasPrefix(got.read, "2 ") {
+			t.Errorf("run from the earlier checkpoint read %q, want 2 (UPDATE_BEFORE, UPDATE_AFTER)", got.read)
+		}
+		if got, want := sinkApp.rows(t, "SELECT CAST(id AS TEXT), v FROM items_copy ORDER BY id"), []string{"1 a", "2 B"}; !slices.Equal(got, want) {
+			t.Errorf("target = %q, want %q", got, want)
+		}
+	})
+}
+
+// copyFile copies the file src to dst (created or replaced).
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	app.exec(t, "INSERT INTO items VALUES (4, 'd')")
-	r := sluice(t, "run", "--conn", d.conn, job)
-	if r.code != 1 || !strings.Contains(r.stderr, "replaced by an earlier copy (a restored backup)") || !strings.Contains(r.stderr, "sluice backfill") {
-		t.Fatalf("run after the restore: want exit 1 naming the restore and sluice backfill\n%v", r)
-	}
-	if got, want := sqliteApp(filepath.Join(d.dir, "sink.db")).rows(t, "SELECT CAST(id AS TEXT), v FROM items_copy ORDER BY id"), []string{"1 a", "2 b", "3 c"}; !slices.Equal(got, want) {
-		t.Errorf("target after the refused run = %q, want %q", got, want)
-	}
+	return os.WriteFile(dst, data, 0o644)
 }
