@@ -103,6 +103,64 @@
 // into 'A'. Logs written before the marks have only 'A' rows, which every
 // read treats like 'U' but never leaves out.
 //
+// # TRUNCATE
+//
+// The BEFORE TRUNCATE branch of the capture function copies every row of
+// the table into the log as 'D', in the truncating transaction, under
+// TRUNCATE's ACCESS EXCLUSIVE lock. A read then needs nothing special: a
+// truncated key's first log row in a window is a 'D' (or an earlier row
+// of the window), so it is a DELETE with its image at the offset unless a
+// later row re-inserts it (an UPDATE, or nothing when equal); APPEND_ONLY
+// reads ignore the 'D' rows, and their SHOW_INITIAL_ROWS read finds in
+// them the rows at creation the table no longer holds. The price is a
+// copy: on a 1M-row table (bigint key, md5 text, numeric, timestamptz)
+// about 9–14 s and 130 MB of log against 0.3–2 s untracked
+// (docs/benchmarks.md).
+//
+// Issue #17 asks for one event resolved at read time. What a window
+// holding a truncate must yield is fixed by the net-change semantics:
+// for every key present just before it and absent at the read point, a
+// DELETE carrying the key's image at the offset (its first log row in
+// the window, else its values then). Those values exist after the
+// truncate only where something copied them: TRUNCATE gives the table a
+// new file and unlinks the old one at commit, and it is not MVCC-safe (no
+// snapshot reads the old rows afterwards); a BEFORE TRUNCATE trigger can
+// neither cancel it (raising fails the application's statement) nor keep
+// the old file (no SQL does; ALTER TABLE on the table is refused inside
+// its own TRUNCATE). So the choice is where the copy is made.
+//
+// Made at the truncate, every variant measured costs seconds per million
+// rows (in a trigger like this one, three rounds, load 15–21, PostgreSQL
+// 15): the log as now 9.0–13.8 s; the same rows into a side table without
+// index, sequence or defaults 6.1–7.8 s; an UNLOGGED side table 3.6–6.3 s
+// (lost in a crash, not on standbys); the keys alone 4.4–6.8 s; untracked
+// 0.3–2.1 s. The cheapest safe copy halves the time at best, and the keys
+// alone would lose the DELETE's values, which a job's WHERE on the
+// deleted row, an aggregate or a history sink reads: a change dropped
+// without a word, so that is not an option.
+//
+// Made ahead, it is a base image of the table at the purge horizon (the
+// lowest stream offset), sluice."img_<t>": a full copy taken in the
+// snapshot of the table's first stream, kept current by the purge, which
+// merges into it the net changes it removes from the log (one more write
+// of every change, outside the application's transactions). A TRUNCATE
+// then logs one 'T' row, and a read resolves a 'T' in its window into 'D'
+// rows of the state just before it: the image plus the log rows numbered
+// below the 'T' (after an earlier 'T', the rows between the two). That is
+// exact because ACCESS EXCLUSIVE splits the other writers: each holds
+// ROW EXCLUSIVE on the table until it commits, so every log row numbered
+// below the 'T' belongs to a transaction committed before it and every
+// other one to a transaction committed after it. Its price is paid by
+// every tracked table all the time: one more copy of the table in
+// storage, a full copy when tracking starts, and every change written
+// again at purge — for a statement most applications never run on a
+// tracked table. It is not built yet (#17); until then, truncating a
+// large tracked table costs the copy above, and the way around it is to
+// disable tracking (which drops the triggers, the log and the streams),
+// truncate, enable tracking again, create the streams again and backfill
+// the jobs' targets (README). TestRunPostgresTruncate holds the
+// semantics any replacement must keep.
+//
 // # Offsets: snapshot batches (PgQ style)
 //
 // A position (Position) is "sys=<system_identifier> batch=<n>
