@@ -114,8 +114,8 @@
 // reads ignore the 'D' rows, and their SHOW_INITIAL_ROWS read finds in
 // them the rows at creation the table no longer holds. The price is a
 // copy: on a 1M-row table (bigint key, md5 text, numeric, timestamptz)
-// about 9–14 s and 130 MB of log against 0.3–2 s untracked
-// (docs/benchmarks.md).
+// 9–22 s and 126 MB of log against 0.3–2.9 s untracked, on a loaded
+// 2-core machine (docs/benchmarks.md, bench/pgtruncate).
 //
 // Issue #17 asks for one event resolved at read time. What a window
 // holding a truncate must yield is fixed by the net-change semantics:
