@@ -85,6 +85,11 @@ func TestPartialDumpRestore(t *testing.T) {
 					t.Errorf("psql error not about sluice's triggers: %s", line)
 				}
 			}
+			// As many as the README says: one per CREATE TRIGGER and one
+			// per ENABLE ALWAYS.
+			if n := strings.Count(stderr, "ERROR:"); n != 2*len(triggerNames) {
+				t.Errorf("psql printed %d errors, want %d (the README's count):\n%s", n, 2*len(triggerNames), stderr)
+			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
