@@ -198,6 +198,21 @@ type SinkPlan interface {
 	Begin(ctx context.Context, job string) (SinkTx, error)
 }
 
+// DeferredSyncPlan is a SinkPlan whose transactions can commit without
+// waiting for the disk. Runner.Backfill begins every chunk but the last
+// with it (see "Durability" in Runner.Backfill's doc): nothing outside the
+// sink depends on those commits, and the last chunk's ordinary, durable
+// commit makes them durable too.
+type DeferredSyncPlan interface {
+	SinkPlan
+	// BeginDeferred is Begin, except that when Commit returns, the commit
+	// may not be on disk yet: a crash of the machine (power loss, kernel
+	// panic; not of the process) may undo it together with every later
+	// commit of the database, never part of one and never an earlier one
+	// alone, and the next durable commit of the database makes it durable.
+	BeginDeferred(ctx context.Context, job string) (SinkTx, error)
+}
+
 // SinkTx is one run's transaction in the sink database.
 type SinkTx interface {
 	// Checkpoint returns the job's stored checkpoint, ok false if none.

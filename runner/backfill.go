@@ -332,6 +332,30 @@ func (b *backfill) fresh(created bool) *backfillState {
 // where it was when the backfill started). The next run reads exactly the
 // changes after O(S) — every change committed during the backfill, once.
 //
+// # Durability
+//
+// Every chunk but the last commits without waiting for the disk when the
+// sink can (DeferredSyncPlan: SQLite synchronous = NORMAL in WAL mode,
+// PostgreSQL synchronous_commit = off); the last chunk's commit, which
+// stores the hand-off checkpoint, is durable as every run's commit is, and
+// only after it returns is the stream's offset moved. This is safe because
+// nothing outside the sink depends on a chunk before the last: the
+// backfill's progress is its own state in the job's checkpoint row,
+// committed atomically with the chunk's rows, and the stream's offset (and
+// so the source's change log) stays where it was until the hand-off. A
+// machine crash can only undo the newest commits of the sink database,
+// whole and in order (a SQLite WAL is replayed up to its last valid
+// commit; PostgreSQL replays its WAL in commit order), so the sink then
+// holds the rows of the chunks that survived and the state naming exactly
+// them: the next `sluice backfill` resumes or restarts from that state as
+// after any interruption, and the lost chunks are simply copied again. The
+// last commit is durable before the offset moves, and it makes every
+// earlier commit durable with it (SQLite syncs the WAL file that holds
+// their frames; PostgreSQL flushes its WAL up to the commit). The resume's
+// catch-up commits durably too. What costs: one disk flush per backfill
+// instead of one per chunk (a SQLite chunk of 10,000 rows spent most of
+// its time waiting for its fsync on a shared disk, docs/benchmarks.md).
+//
 // # Resume after an interruption
 //
 // An uninterrupted backfill uses one snapshot S1 and hands off at O1. After
@@ -513,7 +537,24 @@ func (b *backfill) progress(ctx context.Context, phase string, total int64, res 
 // begin opens a chunk's sink transaction and checks that the job's
 // checkpoint is still the one this backfill last saw (compare-and-set).
 func (b *backfill) begin(ctx context.Context, sp SinkPlan) (SinkTx, error) {
-	tx, err := sp.Begin(ctx, b.job)
+	return b.beginTx(ctx, sp, false)
+}
+
+// beginChunk is begin for a chunk of the copy: one that is not the last
+// (final false) commits without waiting for the disk when the sink can
+// (DeferredSyncPlan; see "Durability" in Runner.Backfill's doc).
+func (b *backfill) beginChunk(ctx context.Context, sp SinkPlan, final bool) (SinkTx, error) {
+	return b.beginTx(ctx, sp, !final)
+}
+
+func (b *backfill) beginTx(ctx context.Context, sp SinkPlan, deferred bool) (SinkTx, error) {
+	var tx SinkTx
+	var err error
+	if ds, ok := sp.(DeferredSyncPlan); ok && deferred {
+		tx, err = ds.BeginDeferred(ctx, b.job)
+	} else {
+		tx, err = sp.Begin(ctx, b.job)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -561,7 +602,7 @@ func (b *backfill) commitChunk(ctx context.Context, rows []cdc.Change, key []any
 	if b.state.Chunks == 0 {
 		sp = b.first
 	}
-	tx, err := b.begin(ctx, sp)
+	tx, err := b.beginChunk(ctx, sp, final)
 	if err != nil {
 		return err
 	}

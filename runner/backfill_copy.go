@@ -127,7 +127,7 @@ func (b *backfill) copyChunk(ctx context.Context, pt *passThrough, after []any, 
 	if b.state.Chunks == 0 {
 		sp = b.first
 	}
-	tx, err := b.begin(ctx, sp)
+	tx, err := b.beginChunk(ctx, sp, final)
 	if err != nil {
 		return nil, false, err
 	}

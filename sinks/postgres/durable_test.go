@@ -15,15 +15,25 @@ import (
 // synchronous_commit is off (here set by the connection URL, as a role or
 // database setting would) commits with synchronous_commit on, so the
 // commit the runner waits for before moving the source's offset is
-// flushed; a connection's own durable setting is kept.
+// flushed; a connection's own durable setting is kept. BeginDeferred's
+// transaction commits with synchronous_commit off, whatever the session's.
 func TestSinkCommitIsDurable(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range []struct{ set, want string }{
-		{"off", "on"},
-		{"local", "local"},
-		{"on", "on"},
+	for _, tc := range []struct {
+		set, want string
+		deferred  bool // BeginDeferred (a backfill's chunk before the last)
+	}{
+		{"off", "on", false},
+		{"local", "local", false},
+		{"on", "on", false},
+		{"on", "off", true},
+		{"local", "off", true},
 	} {
-		t.Run(tc.set, func(t *testing.T) {
+		name := tc.set
+		if tc.deferred {
+			name += " deferred"
+		}
+		t.Run(name, func(t *testing.T) {
 			cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
 			if err != nil {
 				t.Fatal(err)
@@ -39,7 +49,11 @@ func TestSinkCommitIsDurable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rtx, err := sp.Begin(ctx, "job1")
+			begin := sp.Begin
+			if tc.deferred {
+				begin = sp.(*Plan).BeginDeferred
+			}
+			rtx, err := begin(ctx, "job1")
 			if err != nil {
 				t.Fatal(err)
 			}

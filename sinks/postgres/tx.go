@@ -50,6 +50,21 @@ type Tx struct {
 // error wrapping runner.ErrTargetExists when the target exists; ignore
 // returns an error matching ErrIgnored (and runner.ErrTargetExists).
 func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
+	return p.begin(ctx, job, "on")
+}
+
+// BeginDeferred implements runner.DeferredSyncPlan: Begin with
+// synchronous_commit = off for the transaction, so that Commit returns
+// before its WAL is flushed. A crash of the server may then undo it with
+// the commits after it (PostgreSQL replays its WAL in order, up to what
+// was flushed), and the next commit with synchronous_commit on flushes the
+// WAL up to itself, this commit included. A backfill commits its chunks
+// but the last so.
+func (p *Plan) BeginDeferred(ctx context.Context, job string) (runner.SinkTx, error) {
+	return p.begin(ctx, job, "off")
+}
+
+func (p *Plan) begin(ctx context.Context, job, syncCommit string) (runner.SinkTx, error) {
 	if err := p.sink.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -63,7 +78,11 @@ func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
 	// setting (server, role, database or URL) is raised to on for this
 	// transaction only; other values (local, remote_write, on,
 	// remote_apply) flush locally and are kept.
-	if _, err := tx.Exec(ctx, `SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'`); err != nil {
+	q := `SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'`
+	if syncCommit == "off" {
+		q = `SELECT set_config('synchronous_commit', 'off', true)`
+	}
+	if _, err := tx.Exec(ctx, q); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("postgres sink: synchronous_commit: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/internal/sqlitex"
@@ -22,6 +23,7 @@ type Tx struct {
 	q       Querier   // the connection inside the transaction
 	conn    *sql.Conn // the connection Begin took; nil for Attach
 	owned   bool      // Begin took the connection and BEGIN IMMEDIATE; Commit COMMITs
+	lazy    bool      // BeginDeferred: Commit need not be durable
 	job     string
 	target  cdc.Schema
 	c       *compiled
@@ -47,6 +49,20 @@ type Tx struct {
 // exists; ignore returns an error matching ErrIgnored (and
 // runner.ErrTargetExists) when it exists.
 func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
+	return p.begin(ctx, job, false)
+}
+
+// BeginDeferred implements runner.DeferredSyncPlan: Begin with PRAGMA
+// synchronous = NORMAL, so that Commit does not fsync. In WAL mode (every
+// file sluice opens) a power loss may then undo the last commits, whole
+// and in order (the WAL is replayed up to its last valid commit), and the
+// next commit with synchronous = FULL (any Begin's) syncs the WAL with
+// their frames. A backfill commits its chunks but the last so.
+func (p *Plan) BeginDeferred(ctx context.Context, job string) (runner.SinkTx, error) {
+	return p.begin(ctx, job, true)
+}
+
+func (p *Plan) begin(ctx context.Context, job string, lazy bool) (runner.SinkTx, error) {
 	conn, err := p.sink.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite sink: connect: %w", err)
@@ -56,9 +72,22 @@ func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
 	// then. In WAL mode synchronous=NORMAL (sluice's default) fsyncs only
 	// at checkpoints, and a power loss can undo the last commits;
 	// synchronous=FULL fsyncs the WAL at every commit.
-	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = FULL"); err != nil {
+	level := "FULL"
+	if lazy {
+		// Only a WAL loses commits whole and in order; a rollback journal
+		// with NORMAL may not.
+		var mode string
+		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("sqlite sink: read PRAGMA journal_mode: %w", err)
+		}
+		if lazy = strings.EqualFold(mode, "wal"); lazy {
+			level = "NORMAL"
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = "+level); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("sqlite sink: PRAGMA synchronous = FULL: %w", err)
+		return nil, fmt.Errorf("sqlite sink: PRAGMA synchronous = %s: %w", level, err)
 	}
 	if err := sqlitex.Begin(ctx, conn); err != nil {
 		conn.Close()
@@ -66,7 +95,7 @@ func (p *Plan) Begin(ctx context.Context, job string) (runner.SinkTx, error) {
 	}
 	tx, err := p.attach(ctx, conn, job)
 	if err == nil {
-		tx.conn, tx.owned = conn, true
+		tx.conn, tx.owned, tx.lazy = conn, true, lazy
 	}
 	if err != nil {
 		conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
@@ -353,7 +382,7 @@ func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 	}
 	t.closeMulti()
 	if t.owned {
-		if err := durable(ctx, t.conn); err != nil {
+		if err := durable(ctx, t.conn, t.lazy); err != nil {
 			return runner.Stats{}, err
 		}
 		if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
@@ -418,14 +447,16 @@ func (t *Tx) Rollback(ctx context.Context) error {
 }
 
 // durable returns an error wrapping ErrNotDurable unless conn commits with
-// PRAGMA synchronous FULL (2) or EXTRA (3), or its database is in memory
-// (nothing to lose on disk).
-func durable(ctx context.Context, conn *sql.Conn) error {
+// PRAGMA synchronous FULL (2) or EXTRA (3), or NORMAL (1) when lazy
+// (BeginDeferred chose NORMAL for a database in WAL mode: the commit may
+// wait for the next durable one), or its database is in memory (nothing
+// to lose on disk).
+func durable(ctx context.Context, conn *sql.Conn, lazy bool) error {
 	var level int
 	if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&level); err != nil {
 		return fmt.Errorf("sqlite sink: read PRAGMA synchronous: %w", err)
 	}
-	if level >= 2 {
+	if level >= 2 || lazy && level == 1 {
 		return nil
 	}
 	var file string
