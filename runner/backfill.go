@@ -303,6 +303,18 @@ func (b *backfill) fresh(created bool) *backfillState {
 // whose value does not fit is copied again through sluice, whose error
 // names the row.
 //
+// # Streamed as COPY text
+//
+// Otherwise, when the snapshot is a CopySnapshot and the sink's
+// transaction a CopySinkTx that accepts its format and column types
+// (PostgreSQL into PostgreSQL; SQLite into PostgreSQL, whose stored
+// values in sluice's forms are written as PostgreSQL COPY text without
+// being decoded: sources/sqlite PrepareCopy), each chunk streams from the
+// source's COPY into the sink's (backfill_copy.go); a chunk whose COPY
+// fails (a value the target refuses, or a SQLite value not in sluice's
+// form) is copied again through sluice, which converts it as a run does
+// or names the row.
+//
 // # Where the state lives
 //
 // The state (stream id, snapshot offsets, last key copied, rows, chunks,
@@ -437,15 +449,16 @@ func (r *Runner) Backfill(ctx context.Context, prep *Prepared, opt BackfillOptio
 		b.progress(ctx, "catchup", total, res, after)
 	}
 	b.state.Snapshot = off.Encode()
-	pt, err := b.passThrough(ctx, snap)
-	if err != nil {
-		return res, err
+	// Inside the sink's database if it can; else streamed as COPY text
+	// if it can; else through sluice.
+	ec := b.engineCopy(ctx, snap)
+	var pt *passThrough
+	if ec == nil {
+		if pt, err = b.passThrough(ctx, snap); err != nil {
+			return res, err
+		}
 	}
 	ra := &readAhead{snap: snap, n: b.opt.Chunk}
-	var ec EngineCopy
-	if pt == nil {
-		ec = b.engineCopy(ctx, snap)
-	}
 	defer func(ec EngineCopy) {
 		// The read-ahead ends before the engine copy closes and before
 		// snap.Close, which share the snapshot with it.
@@ -725,13 +738,12 @@ func (r *Runner) PlanBackfill(ctx context.Context, prep *Prepared, opt BackfillO
 	if b.resume {
 		p.Steps = append(p.Steps, plan.Step{Where: "source", What: fmt.Sprintf("catch up: read the stream's changes since the last snapshot for keys up to %v, in the snapshot", bp.LastKey)})
 	}
-	pt, err := b.passThrough(ctx, snap)
-	if err != nil {
-		return nil, err
-	}
-	var ec EngineCopy
-	if pt == nil {
-		ec = b.engineCopy(ctx, snap)
+	ec := b.engineCopy(ctx, snap)
+	var pt *passThrough
+	if ec == nil {
+		if pt, err = b.passThrough(ctx, snap); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case pt != nil:

@@ -73,7 +73,7 @@ func (b *backfill) engineCopy(ctx context.Context, snap SnapshotReader) EngineCo
 	p := *b.prep.Plan
 	c, err := ec.EngineCopy(ctx, &p, b.prep.sink)
 	if err != nil {
-		b.r.log().Info("backfill reads the rows through sluice", "job", b.job, "reason", err.Error())
+		b.r.log().Info("backfill: chunks cannot be copied inside the sink's database", "job", b.job, "reason", err.Error())
 		return nil
 	}
 	return c
