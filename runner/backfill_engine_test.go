@@ -63,10 +63,15 @@ func quoted(e *env, conn, table, cols, order string) string {
 // ISO timestamp with 'T' and 'Z', 'true' for a boolean), and NULLs, from a
 // table named order with a column named user: the target holds what a
 // copy through sluice writes (sqlitex.Encode's forms), listed here by
-// hand.
+// hand — except that a value of the right storage class in a column
+// declared as sluice declares its type (big DECIMAL_TEXT(30,10), at
+// TIMESTAMP, ntz TIMESTAMP_NTZ) is copied as stored ('5', the 'T' forms),
+// as a run's pushdown copies it; a value of another class (the text
+// 'false' in b BOOLEAN) and every value of a column declared otherwise
+// (amount DECIMAL(12,2)) are converted.
 func TestBackfillEngineValues(t *testing.T) {
 	const want = `1 'ann' 7 1 1.5 '12.50' '123.0000000001' '2024-01-15' '2024-01-15 10:00:00.5+08:00' '2024-01-15 10:00:00.25' X'00FF'
-2 'bob' 8 0 2.0 '2.00' '5.0000000000' '2024-01-16' '2024-01-16 10:00:00+00:00' '2024-01-16 10:00:00' X'01'
+2 'bob' 8 0 2.0 '2.00' '5' '2024-01-16' '2024-01-16T10:00:00Z' '2024-01-16T10:00:00' X'01'
 3 NULL NULL NULL NULL NULL NULL NULL NULL NULL NULL
 4 'naïve ✓ ''q''' -2147483648 1 -0.25 '-0.05' '-0.0000000001' '1999-12-31' '1999-12-31 23:59:59.999999-05:30' '1999-12-31 23:59:59.000001' X''`
 	for _, s := range engineSinks {
@@ -204,26 +209,35 @@ DELETE FROM items WHERE id = 4;`)
 // is copied again through sluice to name it); earlier chunks stay.
 func TestBackfillEngineValueError(t *testing.T) {
 	for _, s := range engineSinks {
-		t.Run(s.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.native("", `CREATE TABLE t (id INTEGER PRIMARY KEY, amount DECIMAL(5,2));
-INSERT INTO t VALUES (1, 1.5), (2, 2.5), (3, 'abc'), (4, 4);`)
-			e.sql("", "ALTER TABLE t SET PROPERTIES ('change_tracking' = 'true');\nCREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');")
-			conn := ""
-			sink := "table: copy, mode: append"
-			if s.file != "" {
-				conn = e.conn(s.file)
-				sink += ", connection: " + conn
-			}
-			j := e.job("j.yaml", "source: s\nsink: {"+sink+"}\n")
-			_, err := e.backfill(t.Context(), j, runner.BackfillOptions{Chunk: 2})
-			if err == nil || !strings.Contains(err.Error(), "id=3") || !strings.Contains(err.Error(), "amount") {
-				t.Fatalf("err = %v, want one naming key id=3 and column amount", err)
-			}
-			if got := quoted(e, conn, "copy", "id, amount", "id"); got != "1 '1.50'\n2 '2.50'" {
-				t.Errorf("target = %q, want the first chunk only", got)
-			}
-		})
+		// DECIMAL(5,2) (NUMERIC affinity) is normalized in SQL, whose
+		// sluice_sink_fit refuses 'abc'; DECIMAL_TEXT(5,2), as sluice
+		// declares it, is copied as stored and the target's CHECK refuses
+		// it: either way the chunk is copied again through sluice.
+		for _, tc := range []struct{ name, decl, want string }{
+			{"decimal", "DECIMAL(5,2)", "1 '1.50'\n2 '2.50'"},
+			{"decimal_text", "DECIMAL_TEXT(5,2)", "1 '1.50'\n2 '2.5'"}, // as stored (TEXT affinity)
+		} {
+			t.Run(s.name+" "+tc.name, func(t *testing.T) {
+				e := newEnv(t)
+				e.native("", `CREATE TABLE t (id INTEGER PRIMARY KEY, amount `+tc.decl+`);
+INSERT INTO t VALUES (1, '1.50'), (2, 2.5), (3, 'abc'), (4, 4);`)
+				e.sql("", "ALTER TABLE t SET PROPERTIES ('change_tracking' = 'true');\nCREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');")
+				conn := ""
+				sink := "table: copy, mode: append"
+				if s.file != "" {
+					conn = e.conn(s.file)
+					sink += ", connection: " + conn
+				}
+				j := e.job("j.yaml", "source: s\nsink: {"+sink+"}\n")
+				_, err := e.backfill(t.Context(), j, runner.BackfillOptions{Chunk: 2})
+				if err == nil || !strings.Contains(err.Error(), "id=3") || !strings.Contains(err.Error(), "amount") {
+					t.Fatalf("err = %v, want one naming key id=3 and column amount", err)
+				}
+				if got := quoted(e, conn, "copy", "id, amount", "id"); got != tc.want {
+					t.Errorf("target = %q, want the first chunk only, %q", got, tc.want)
+				}
+			})
+		}
 	}
 }
 

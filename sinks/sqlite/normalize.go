@@ -32,6 +32,29 @@ func NormalizeSQL(x string, t cdc.Type, column, keyText string) string {
 	return fmt.Sprintf("CASE WHEN %s IS NULL OR %s THEN %s ELSE %s END", x, cond, x, fit)
 }
 
+// NormalizeClassSQL is NormalizeSQL for a value of a column declared as
+// sluice declares t (sqlitex.DeclaredType), whose stored form the target
+// column sluice creates for t takes as it is: only the storage class is
+// checked (text for DECIMAL, DATE and TIMESTAMP; the integer, real and
+// blob checks of NormalizeSQL are class checks already), not the text's
+// shape, so a DECIMAL stored with another scale ('5' for 5.0000000000) or
+// a TIMESTAMP written with 'T' and 'Z' is copied as stored — as the
+// pushdown of a run copies the values its change log captured — and reads
+// back as the same value. A value of another class (the text 'false' in
+// a BOOLEAN, a REAL in a DECIMAL) goes through sluice_sink_fit as in
+// NormalizeSQL. The shape checks cost more than the copy's own
+// INSERT … SELECT (docs/benchmarks.md).
+func NormalizeClassSQL(x string, t cdc.Type, column, keyText string) string {
+	switch {
+	case t.Kind == cdc.KindDecimal && t.Native == "",
+		t.Kind == cdc.KindDate && t.Native == "",
+		t.Kind == cdc.KindTimestamp && (t.Native == "" || t.Native == cdc.TimestampNTZ):
+		fit := fmt.Sprintf("%s(%s, %s, %s, %s, %s)", fitFunc, x, sqlitex.QuoteString(t.String()), sqlitex.QuoteString(t.String()), sqlitex.QuoteString(column), keyText)
+		return fmt.Sprintf("CASE WHEN %s IS NULL OR typeof(%s) = 'text' THEN %s ELSE %s END", x, x, x, fit)
+	}
+	return NormalizeSQL(x, t, column, keyText)
+}
+
 // canonicalSQL returns a SQL condition true when the non-NULL value x has
 // the storage class and shape of sqlitex.Encode's form for type t, or ""
 // when there is no cheap test (the value is then always re-encoded).

@@ -43,8 +43,9 @@ const attachedSource = "sluice_src"
 //  4. copies the chunk with one INSERT … SELECT (append-like modes) or the
 //     sink's merge statements over the chunk (merge, history, SQL MERGE):
 //     values are normalized to the form sluice writes
-//     (sinksqlite.NormalizeSQL), then filtered and projected by the SQL
-//     package expr renders, as the pushdown of a run;
+//     (sinksqlite.NormalizeSQL; for a column declared as sluice declares
+//     its type, only their storage class: storedAsIs), then filtered and
+//     projected by the SQL package expr renders, as the pushdown of a run;
 //  5. stores the backfill state (or, with the last chunk, the hand-off)
 //     as the job's checkpoint and commits.
 //
@@ -71,10 +72,29 @@ func (s *snapshot) EngineCopy(ctx context.Context, p *plan.Plan, sink runner.Sin
 	if !same {
 		e.schema = attachedSource
 	}
-	if err := e.compile(p); err != nil {
+	declared, err := declaredTypes(ctx, s.tx, s.info.Table)
+	if err != nil {
+		return nil, fmt.Errorf("read the declared types of %s: %w", s.info.Table, err)
+	}
+	if err := e.compile(p, declared); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// storedAsIs reports whether column c, whose declared type is declared,
+// is declared as sluice declares its logical type (sqlitex.DeclaredType):
+// the target column sluice creates for it then has the same declared type
+// and affinity, and a value of the right storage class is copied in its
+// stored form (sinksqlite.NormalizeClassSQL: a DECIMAL with another scale,
+// a TIMESTAMP with 'T' and 'Z' arrive as stored and read back as the same
+// value; a DECIMAL that is not a number is refused by the target's CHECK,
+// as any write of it is, and the chunk goes through sluice, which names
+// the row). Columns declared otherwise (a user's DECIMAL(12,2), of NUMERIC
+// affinity, stores 2.5 as a REAL) are normalized in full
+// (sinksqlite.NormalizeSQL).
+func storedAsIs(c cdc.Column, declared string) bool {
+	return declared != "" && strings.EqualFold(strings.TrimSpace(declared), sqlitex.DeclaredType(c.Type))
 }
 
 // engineCopy is the runner.EngineCopy of a snapshot.
@@ -95,7 +115,7 @@ type engineCopy struct {
 	at      string // the snapshot's time as TIMESTAMP storage form
 }
 
-func (e *engineCopy) compile(p *plan.Plan) error {
+func (e *engineCopy) compile(p *plan.Plan, declared map[string]string) error {
 	info := e.s.info
 	src := p.Source.Schema.Columns
 	col := func(_, idx int) string { return "__s." + sqlitex.Quote(src[idx].Name) }
@@ -134,7 +154,13 @@ func (e *engineCopy) compile(p *plan.Plan) error {
 		ord = `__s."__ord"`
 	}
 	for _, c := range info.TableSchema.Columns {
-		inner = append(inner, sinksqlite.NormalizeSQL("__t."+sqlitex.Quote(c.Name), c.Type, c.Name, e.keyText)+" AS "+sqlitex.Quote(c.Name))
+		x := "__t." + sqlitex.Quote(c.Name)
+		if storedAsIs(c, declared[c.Name]) {
+			x = sinksqlite.NormalizeClassSQL(x, c.Type, c.Name, e.keyText)
+		} else {
+			x = sinksqlite.NormalizeSQL(x, c.Type, c.Name, e.keyText)
+		}
+		inner = append(inner, x+" AS "+sqlitex.Quote(c.Name))
 	}
 	e.inner = "SELECT " + strings.Join(inner, ", ") + " FROM " + e.table + " AS __t" + markWhere + " ORDER BY " + e.keyList + " LIMIT " + markLimit
 
