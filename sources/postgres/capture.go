@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
 )
 
@@ -70,25 +71,12 @@ func shapeCheck(attrs []attribute) string {
 }
 
 // trackingDDL returns the statements that create (or update) the log
-// table, capture function and triggers of t. qualified is the table's
-// schema-qualified quoted name, attrs its live columns (tableAttributes),
-// which must be t.Table.Columns.
-func trackingDDL(t *Tracked, qualified string, attrs []attribute) []string {
-	out := append(logDDL(t), captureFuncDDL(t, attrs)...)
-	fn := "sluice." + sinkpg.Quote(t.Func)
-	for _, name := range triggerNames {
-		out = append(out, fmt.Sprintf(`DROP TRIGGER IF EXISTS %s ON %s`, name, qualified))
-	}
-	out = append(out,
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_ins AFTER INSERT ON %s REFERENCING NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_upd AFTER UPDATE ON %s REFERENCING OLD TABLE AS sluice_old NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_del AFTER DELETE ON %s REFERENCING OLD TABLE AS sluice_old FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-		fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn),
-	)
-	for _, name := range triggerNames {
-		out = append(out, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, qualified, name))
-	}
-	return out
+// table and capture function of t (the triggers that call the function
+// are setCapture's: they exist only while a stream is on the table).
+// attrs are the table's live columns (tableAttributes), which must be
+// t.Table.Columns.
+func trackingDDL(t *Tracked, attrs []attribute) []string {
+	return append(logDDL(t), captureFuncDDL(t, attrs)...)
 }
 
 // logDDL returns the statements that create the change log of t, or add
@@ -254,4 +242,77 @@ END
 $sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Key)), update, notifyGate(NotifyChannel(t.Key)), shapeCheck(attrs), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r), $1, $2 FROM `, log))),
 		fmt.Sprintf(`REVOKE ALL ON FUNCTION %s() FROM PUBLIC`, fn)}
 	return out
+}
+
+// triggerDDL returns the statement that creates the capture trigger
+// name (one of triggerNames) of t on the table qualified (its
+// schema-qualified quoted name). CREATE TRIGGER takes SHARE ROW EXCLUSIVE
+// on the table.
+func triggerDDL(t *Tracked, qualified, name string) string {
+	fn := "sluice." + sinkpg.Quote(t.Func)
+	switch name {
+	case "sluice_capture_ins":
+		return fmt.Sprintf(`CREATE TRIGGER sluice_capture_ins AFTER INSERT ON %s REFERENCING NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn)
+	case "sluice_capture_upd":
+		return fmt.Sprintf(`CREATE TRIGGER sluice_capture_upd AFTER UPDATE ON %s REFERENCING OLD TABLE AS sluice_old NEW TABLE AS sluice_new FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn)
+	case "sluice_capture_del":
+		return fmt.Sprintf(`CREATE TRIGGER sluice_capture_del AFTER DELETE ON %s REFERENCING OLD TABLE AS sluice_old FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn)
+	}
+	return fmt.Sprintf(`CREATE TRIGGER sluice_capture_trunc BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s()`, qualified, fn)
+}
+
+// presentTriggers returns which of triggerNames exist on the table with
+// oid relid.
+func presentTriggers(ctx context.Context, q sinkpg.Querier, relid uint32) (map[string]bool, error) {
+	rows, err := q.Query(ctx, `SELECT tgname::text FROM pg_catalog.pg_trigger WHERE tgrelid = $1 AND tgname = ANY($2)`, relid, triggerNames)
+	if err != nil {
+		return nil, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// setCapture switches the capture of t (on the table qualified, oid
+// t.Relid) on or off in tx, which holds the lock it needs: on creates
+// the missing triggers and makes all four ENABLE ALWAYS (SHARE ROW
+// EXCLUSIVE; with replace it first drops the existing ones, which needs
+// ACCESS EXCLUSIVE); off drops the triggers that exist (ACCESS EXCLUSIVE;
+// none: no statement, no lock).
+func setCapture(ctx context.Context, tx pgx.Tx, t *Tracked, qualified string, on, replace bool) error {
+	have, err := presentTriggers(ctx, tx, t.Relid)
+	if err != nil {
+		return err
+	}
+	var stmts []string
+	if !on || replace {
+		for _, name := range triggerNames {
+			if have[name] {
+				stmts = append(stmts, fmt.Sprintf(`DROP TRIGGER %s ON %s`, name, qualified))
+				delete(have, name)
+			}
+		}
+	}
+	if on {
+		for _, name := range triggerNames {
+			if !have[name] {
+				stmts = append(stmts, triggerDDL(t, qualified, name))
+			}
+		}
+		for _, name := range triggerNames {
+			stmts = append(stmts, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, qualified, name))
+		}
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%w (in: %s)", err, firstLine(s))
+		}
+	}
+	return nil
 }

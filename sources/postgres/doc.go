@@ -15,16 +15,30 @@
 //     writing transaction's timestamp), indexed on __txid;
 //   - one plpgsql function sluice."cap_<t>"(), SECURITY DEFINER (it runs
 //     as the role that enabled tracking, so any role that may write the
-//     table has its changes logged), and four statement-level triggers:
-//     AFTER INSERT / UPDATE / DELETE with transition tables (one INSERT …
-//     SELECT per statement, however many rows it touched) and BEFORE
-//     TRUNCATE, which logs every row as deleted (reading the table by
-//     TG_RELID, not by name). All are ENABLE ALWAYS, so
-//     session_replication_role = replica does not skip them.
+//     table has its changes logged).
 //
-// Enabling and disabling take ACCESS EXCLUSIVE on the table first, in
-// attempts bounded by lock_timeout, retried until Backend.LockWait, naming
-// the sessions that hold the table (locks.go).
+// The four statement-level triggers that call the function — AFTER
+// INSERT / UPDATE / DELETE with transition tables (one INSERT … SELECT
+// per statement, however many rows it touched) and BEFORE TRUNCATE, which
+// logs every row as deleted (reading the table by TG_RELID, not by name),
+// all ENABLE ALWAYS, so session_replication_role = replica does not skip
+// them — exist only while a stream is on the table: the first CREATE
+// TABLE STREAM creates them in the transaction that records the stream,
+// under SHARE ROW EXCLUSIVE on the table (which waits for the transactions
+// that wrote it), and takes the stream's offset snapshot after them, so
+// the stream holds exactly the changes committed after its creation;
+// dropping the last stream drops them (ACCESS EXCLUSIVE) and empties the
+// log in the same transaction (CreateStream, DropStream, enableIn). A
+// tracked table without a stream logs nothing and its writers pay nothing.
+// Reads check that the triggers are there (checkTriggers), so a table
+// whose triggers were dropped by hand fails loudly instead of reading
+// nothing.
+//
+// Every statement that creates, enables or drops the triggers locks the
+// table first (enabling tracking on a table with neither streams nor
+// triggers only takes ACCESS SHARE), in attempts bounded by lock_timeout,
+// retried until Backend.LockWait, naming the sessions that hold the table
+// and the lock it waits for (locks.go).
 //
 // The function checks once per statement that the table still has the
 // columns (attnum, name, type) it had when tracking was enabled; after a

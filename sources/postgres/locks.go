@@ -11,10 +11,17 @@ import (
 	"github.com/sluicedata/sluice/internal/redact"
 )
 
-// Enabling and disabling change tracking create or drop triggers on the
-// application's table, which takes ACCESS EXCLUSIVE on it. A session
-// waiting for that lock makes every later reader and writer of the table
-// queue behind it, so the wait is bounded: each attempt runs with
+// Switching capture on and off creates, enables or drops triggers on the
+// application's table: the first CREATE TABLE STREAM on a table takes
+// SHARE ROW EXCLUSIVE on it (CREATE TRIGGER and ALTER TABLE … ENABLE
+// TRIGGER need it: it waits for the application's writing transactions on
+// the table to end and lets readers through), DROP TABLE STREAM of its
+// last stream, disabling tracking and enabling it again while triggers
+// are on take ACCESS EXCLUSIVE (DROP TRIGGER needs it), and enabling
+// tracking on a table without triggers or streams takes ACCESS SHARE
+// (it only reads the table's definition). A session waiting for such a
+// lock makes every later conflicting statement on the table queue behind
+// it, so the wait is bounded: each attempt runs with
 // lock_timeout = lockAttempt, and the table is locked first, before
 // anything else of the transaction takes a lock an application's
 // statement could need (the change log, which the capture writes), so the
@@ -37,13 +44,15 @@ const (
 // lockNotAvailable is SQLSTATE 55P03, lock_timeout expired.
 const lockNotAvailable = "55P03"
 
-// LockTimeoutError is enabling or disabling change tracking that did not
-// get its lock on the table within the backend's LockWait. It wraps
+// LockTimeoutError is enabling or disabling change tracking, or creating
+// or dropping a table stream that switches capture on or off, that did
+// not get its lock on the table within the backend's LockWait. It wraps
 // ErrLockTimeout; its text names the sessions that held the table
 // (Holders) and says that nothing was changed.
 type LockTimeoutError struct {
-	Action  string        // "enable change tracking", "disable change tracking"
+	Action  string        // "enable change tracking", "create table stream s", …
 	Table   string        // the table, quoted
+	Mode    string        // the lock it waited for, e.g. "ACCESS EXCLUSIVE"
 	Waited  time.Duration // how long the attempts took in all
 	Holders []string      // the sessions holding a lock on the table, described (lockHolders)
 }
@@ -53,8 +62,12 @@ func (e *LockTimeoutError) Error() string {
 	if len(e.Holders) > 0 {
 		who = strings.Join(e.Holders, "; ")
 	}
-	return fmt.Sprintf("%v: %s on %s waited %s in all (attempts of %s each, letting the application's statements through in between) for ACCESS EXCLUSIVE on the table, held by: %s. Nothing was changed. Run it again when that transaction has ended (commit or roll it back; SELECT pg_terminate_backend(pid) ends a session)",
-		ErrLockTimeout, e.Action, e.Table, e.Waited.Round(time.Millisecond), lockAttempt, who)
+	mode := e.Mode
+	if mode == "" {
+		mode = accessExclusive
+	}
+	return fmt.Sprintf("%v: %s on %s waited %s in all (attempts of %s each, letting the application's statements through in between) for %s on the table, held by: %s. Nothing was changed. Run it again when that transaction has ended (commit or roll it back; SELECT pg_terminate_backend(pid) ends a session)",
+		ErrLockTimeout, e.Action, e.Table, e.Waited.Round(time.Millisecond), lockAttempt, mode, who)
 }
 
 func (e *LockTimeoutError) Unwrap() error { return ErrLockTimeout }
@@ -66,17 +79,32 @@ func (b *Backend) lockWait() time.Duration {
 	return DefaultLockWait
 }
 
+// Lock modes of the application's table (PostgreSQL's names).
+const (
+	accessExclusive = "ACCESS EXCLUSIVE"    // DROP TRIGGER
+	shareRowExcl    = "SHARE ROW EXCLUSIVE" // CREATE TRIGGER, ALTER TABLE … ENABLE TRIGGER
+	accessShare     = "ACCESS SHARE"        // reading the table's definition
+)
+
+// tableLock is what a lock function of withTableLock took: the table's
+// oid (0: none found, nothing locked) and the mode.
+type tableLock struct {
+	relid uint32
+	mode  string
+	table string // the table's name for messages, when not the one withTableLock was given
+}
+
 // withTableLock runs fn in a transaction that first takes sluice's
-// tracking lock and then ACCESS EXCLUSIVE on the table table (as named by
-// the user; lockTable finds it), each under lock_timeout = lockAttempt,
-// retrying the whole transaction while a lock is refused, until LockWait.
-// fn runs after the locks, in the same transaction. action names the
-// operation in messages.
-func (b *Backend) withTableLock(ctx context.Context, action, table string, lock func(ctx context.Context, tx pgx.Tx) (uint32, error), fn func(tx pgx.Tx) error) error {
+// tracking lock and then the lock that lock takes on the application's
+// table (table is its name as the user gave it, for messages), each
+// under lock_timeout = lockAttempt, retrying the whole transaction while
+// a lock is refused, until LockWait. fn runs after the locks, in the same
+// transaction. action names the operation in messages.
+func (b *Backend) withTableLock(ctx context.Context, action, table string, lock func(ctx context.Context, tx pgx.Tx) (tableLock, error), fn func(tx pgx.Tx) error) error {
 	start := time.Now()
 	delay := lockBackoffMin
 	for attempt := 1; ; attempt++ {
-		var relid uint32
+		var got tableLock
 		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = '%dms'`, lockAttempt.Milliseconds())); err != nil {
 				return err
@@ -85,7 +113,7 @@ func (b *Backend) withTableLock(ctx context.Context, action, table string, lock 
 				return err
 			}
 			var err error
-			if relid, err = lock(ctx, tx); err != nil {
+			if got, err = lock(ctx, tx); err != nil {
 				return err
 			}
 			// The DDL that follows waits for nothing the table's lock
@@ -96,13 +124,16 @@ func (b *Backend) withTableLock(ctx context.Context, action, table string, lock 
 		if pgCode(err) != lockNotAvailable {
 			return err
 		}
-		holders := b.lockHolders(ctx, relid, table)
+		if got.table != "" {
+			table = got.table
+		}
+		holders := b.lockHolders(ctx, got.relid, table)
 		waited := time.Since(start)
 		if waited+delay >= b.lockWait() {
-			return &LockTimeoutError{Action: action, Table: table, Waited: waited, Holders: holders}
+			return &LockTimeoutError{Action: action, Table: table, Mode: got.mode, Waited: waited, Holders: holders}
 		}
 		b.log.Warn("waiting for a lock on the table; the application's statements go on meanwhile", "action", action, "table", table,
-			"attempt", attempt, "waited", waited.Round(time.Millisecond), "held_by", strings.Join(holders, "; "))
+			"lock", got.mode, "attempt", attempt, "waited", waited.Round(time.Millisecond), "held_by", strings.Join(holders, "; "))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -117,19 +148,20 @@ func (b *Backend) withTableLock(ctx context.Context, action, table string, lock 
 // lockByName takes ACCESS EXCLUSIVE on the table named table (resolved
 // like the user's statement: search_path) and returns its oid; 0 and no
 // lock when there is no such table.
-func lockByName(name string) func(ctx context.Context, tx pgx.Tx) (uint32, error) {
-	return func(ctx context.Context, tx pgx.Tx) (uint32, error) {
+func lockByName(name string) func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
+	return func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
 		var relid *uint32
 		if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, name).Scan(&relid); err != nil || relid == nil {
-			return 0, err
+			return tableLock{mode: accessExclusive}, err
 		}
-		return *relid, lockOid(ctx, tx, *relid)
+		return tableLock{*relid, accessExclusive, ""}, lockOid(ctx, tx, *relid, accessExclusive)
 	}
 }
 
-// lockOid takes ACCESS EXCLUSIVE on the relation with oid relid, by its
-// qualified name now; a relation that no longer exists is not locked.
-func lockOid(ctx context.Context, tx pgx.Tx, relid uint32) error {
+// lockOid takes mode (accessExclusive, shareRowExcl, accessShare) on the
+// relation with oid relid, by its qualified name now; a relation that no
+// longer exists is not locked.
+func lockOid(ctx context.Context, tx pgx.Tx, relid uint32, mode string) error {
 	var name string
 	err := tx.QueryRow(ctx, `SELECT c.oid::regclass::text FROM pg_catalog.pg_class c WHERE c.oid = $1`, relid).Scan(&name)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -138,7 +170,7 @@ func lockOid(ctx context.Context, tx pgx.Tx, relid uint32) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `LOCK TABLE `+name+` IN ACCESS EXCLUSIVE MODE`)
+	_, err = tx.Exec(ctx, `LOCK TABLE `+name+` IN `+mode+` MODE`)
 	return err
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicedata/sluice/dsl"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger's and the test's
@@ -31,26 +33,39 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestTrackingLockBounded: enabling (first time and again) and disabling
-// change tracking while an application transaction holds the table. The
-// operation waits in bounded attempts, logging who holds the table (its
-// statement's literals masked); other writers' statements get through
-// meanwhile; the application's transaction goes on writing and commits
-// without a deadlock; the operation then succeeds. With a short bound it
-// fails instead, naming the holder, and changes nothing.
+// TestTrackingLockBounded: the statements that switch capture on or off
+// while an application transaction holds the table (it updated a row):
+// creating the first stream (SHARE ROW EXCLUSIVE), enabling tracking again
+// on a table with a stream, dropping the last stream and disabling
+// tracking (ACCESS EXCLUSIVE). The operation waits in bounded attempts,
+// logging who holds the table (its statement's literals masked); other
+// writers' statements get through meanwhile; the application's
+// transaction goes on writing and commits without a deadlock; the
+// operation then succeeds. With a short bound it fails instead, naming
+// the holder and the lock, and changes nothing. Enabling tracking on a
+// table without streams installs no trigger and does not wait for the
+// application at all.
 func TestTrackingLockBounded(t *testing.T) {
 	type action struct {
 		name     string
-		before   bool // tracking enabled before the application's transaction
+		tracked  bool // tracking enabled before the application's transaction
+		stream   bool // and a stream created
 		run      func(ctx context.Context, b *Backend) error
-		triggers int // capture triggers on the table after success
+		mode     string // the lock it waits for; "" when it does not wait
+		triggers int    // capture triggers on the table after success
 	}
 	enable := func(ctx context.Context, b *Backend) error { return b.EnableTracking(ctx, "lk") }
 	disable := func(ctx context.Context, b *Backend) error { return b.DisableTracking(ctx, "lk") }
+	create := func(ctx context.Context, b *Backend) error {
+		return b.CreateStream(ctx, &dsl.CreateStream{Stream: "lk_s", Table: "lk"})
+	}
+	drop := func(ctx context.Context, b *Backend) error { return b.DropStream(ctx, "lk_s", false) }
 	actions := []action{
-		{"enable", false, enable, 4},
-		{"enable again", true, enable, 4},
-		{"disable", true, disable, 0},
+		{"enable", false, false, enable, "", 0},
+		{"create the first stream", true, false, create, shareRowExcl, 4},
+		{"enable again with a stream", true, true, enable, accessExclusive, 4},
+		{"drop the last stream", true, true, drop, accessExclusive, 0},
+		{"disable", true, false, disable, accessExclusive, 0},
 	}
 	countTriggers := func(t *testing.T, b *Backend) int {
 		var n int
@@ -65,14 +80,23 @@ func TestTrackingLockBounded(t *testing.T) {
 			if bounded {
 				name = a.name + " gives up"
 			}
+			if a.mode == "" {
+				if bounded {
+					continue
+				}
+				name = a.name + " does not wait"
+			}
 			t.Run(name, func(t *testing.T) {
 				ctx := t.Context()
 				b, u := openDB(t)
 				logs := &syncBuffer{}
 				b.log = slog.New(slog.NewTextHandler(logs, nil))
 				sqlExec(t, b, `CREATE TABLE lk (id int PRIMARY KEY, v text)`, `INSERT INTO lk VALUES (1, 'a')`)
-				if a.before {
+				if a.tracked {
 					track(t, b, "lk")
+				}
+				if a.stream {
+					mkStream(t, b, "lk_s", "lk", "", false)
 				}
 				triggersBefore := countTriggers(t, b)
 				app := connect(ctx, t, u)
@@ -116,13 +140,22 @@ func TestTrackingLockBounded(t *testing.T) {
 						t.Errorf("gave up after %s, bound 1.5s", d)
 					}
 					msg := err.Error()
-					for _, want := range []string{fmt.Sprintf("pid %d", appPid), "idle in transaction", "UPDATE lk SET v = ? WHERE id = ?", "Nothing was changed"} {
+					for _, want := range []string{fmt.Sprintf("pid %d", appPid), "idle in transaction", "UPDATE lk SET v = ? WHERE id = ?", "Nothing was changed", "for " + a.mode + " on the table"} {
 						if !strings.Contains(msg, want) {
 							t.Errorf("error lacks %q: %s", want, msg)
 						}
 					}
 					if strings.Contains(msg, "secret-1") {
 						t.Errorf("error shows the statement's literal: %s", msg)
+					}
+				} else if a.mode == "" {
+					select {
+					case err := <-done:
+						if err != nil {
+							t.Fatalf("%s while the application held the table: %v", a.name, err)
+						}
+					case <-time.After(20 * time.Second): // a loaded machine's delays, not a lock's
+						t.Fatalf("%s waited for the application's transaction", a.name)
 					}
 				} else {
 					time.Sleep(700 * time.Millisecond)
@@ -142,6 +175,12 @@ func TestTrackingLockBounded(t *testing.T) {
 				if bounded {
 					if got := countTriggers(t, b); got != triggersBefore {
 						t.Errorf("after giving up: %d capture triggers, want %d as before", got, triggersBefore)
+					}
+					return
+				}
+				if a.mode == "" {
+					if got := countTriggers(t, b); got != a.triggers {
+						t.Errorf("after %s: %d capture triggers, want %d", a.name, got, a.triggers)
 					}
 					return
 				}
@@ -167,6 +206,13 @@ func TestTrackingLockBounded(t *testing.T) {
 					}
 					if got := tableRows(t, b, `SELECT __op::text || ' ' || id FROM sluice.log_lk WHERE id = 20`); len(got) != 1 || got[0] != "I 20" {
 						t.Errorf("log of the insert after enabling: %q, want [I 20]", got)
+					}
+					if !a.stream {
+						// The stream sees the changes after its creation
+						// only: not the application's transaction it
+						// waited for, nor the other writer's inserts.
+						_, got := read(t, b, "lk_s", false)
+						check(t, "stream after "+a.name, got, []string{"INSERT 20 after"})
 					}
 				}
 			})

@@ -44,6 +44,10 @@ func TestNotifyOnCommit(t *testing.T) {
 	track(t, b, "t")
 	track(t, b, "Mixed")
 	track(t, b, long)
+	// Capture is on while a stream is on the table.
+	mkStream(t, b, "t_s", "t", "", false)
+	mkStream(t, b, "mixed_s", "Mixed", "", false)
+	mkStream(t, b, "long_s", long, "", false)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
 	defer cancel()
@@ -167,6 +171,7 @@ func TestNotifyStopsWhenListenerEnds(t *testing.T) {
 	b, u := openDB(t)
 	sqlExec(t, b, `CREATE TABLE ne (id int PRIMARY KEY)`)
 	track(t, b, "ne")
+	mkStream(t, b, "ne_s", "ne", "", false)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
 	defer cancel()
 	ch := NotifyChannel("ne")
@@ -190,6 +195,7 @@ func TestWakerWakesOnCommit(t *testing.T) {
 	b, u := openDB(t)
 	sqlExec(t, b, `CREATE TABLE wk (id int PRIMARY KEY)`)
 	track(t, b, "wk")
+	mkStream(t, b, "wk_s", "wk", "", false)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
 	defer cancel()
 	ch := NotifyChannel("wk")

@@ -183,6 +183,7 @@ func TestUpdatePairMarks(t *testing.T) {
 	// A table without a primary key marks no pairs.
 	sqlExec(t, b, `CREATE TABLE nk (id int, v text)`, `INSERT INTO nk VALUES (1, 'a')`)
 	track(t, b, "nk")
+	mkStream(t, b, "nk_s", "nk", "APPEND_ONLY", false)
 	sqlExec(t, b, `UPDATE nk SET v = 'b'`)
 	if ops, _ := logOps(t, b, "log_nk", 0); ops != "BA" {
 		t.Errorf("UPDATE of a table without a primary key logged %q, want %q", ops, "BA")

@@ -79,7 +79,7 @@ func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.Stream
 	if err := b.checkLog(ctx, tx, t); err != nil {
 		return nil, nil, Position{}, err
 	}
-	if err := checkTriggers(ctx, tx, t); err != nil {
+	if err := checkTriggers(ctx, tx, t, true); err != nil {
 		return nil, nil, Position{}, b.wrap(err, "read table stream %s", s.Name)
 	}
 	if b.NetChanges(s) && t.Table.KeyDeferred {

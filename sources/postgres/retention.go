@@ -11,15 +11,16 @@ import (
 	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
 )
 
-// Bounding the change log. The capture function logs every write of a
-// tracked table, whether or not a stream is on it; the log keeps only what
-// some stream can still read:
+// Bounding the change log. The capture triggers exist only while a stream
+// is on the table (CreateStream, DropStream), so a table without a stream
+// logs nothing; the log keeps only what some stream can still read:
 //
 //   - a stream's advance purges its table's log and the whole log of every
-//     tracked table without a stream (purgeStreamless), as do DROP TABLE
-//     STREAM (purge) and TrimLogs, which sluice serve calls on every lag
-//     poll; so a table without a stream keeps nothing past the next of them;
-//     enabling tracking again purges too (EnableTracking);
+//     tracked table without a stream (purgeStreamless: capture an earlier
+//     sluice left on such a table, until tracking is enabled again), as do
+//     DROP TABLE STREAM (the last one empties the log with the triggers)
+//     and TrimLogs, which sluice serve calls on every lag poll; enabling
+//     tracking again purges too (EnableTracking);
 //   - a stream whose oldest unconsumed change is older than its retention
 //     (stale_after, 'STALE_AFTER', default runner.DefaultStaleAfter) is
 //     marked stale (stale_since) at the purge after a commit and no longer

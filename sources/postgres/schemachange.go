@@ -327,13 +327,13 @@ func (b *Backend) followColumnsNow(ctx context.Context, s *runner.StreamInfo, t 
 	}
 	b.log.Info("the columns of a tracked table changed: bringing its change log in line", "stream", s.Name, "table", t.Table.Name)
 	var names []string
-	lock := func(ctx context.Context, tx pgx.Tx) (uint32, error) {
+	lock := func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
 		var relid *uint32
 		err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, t.LogRef()).Scan(&relid)
 		if relid == nil {
-			return 0, err
+			return tableLock{mode: accessExclusive}, err
 		}
-		return *relid, err
+		return tableLock{relid: *relid, mode: accessExclusive}, err
 	}
 	err := b.withTableLock(ctx, "bring the change log in line", t.LogRef(), lock, func(tx pgx.Tx) error {
 		var err error

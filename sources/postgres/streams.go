@@ -16,12 +16,23 @@ import (
 )
 
 // CreateStream creates a table stream (CREATE [OR REPLACE] TABLE STREAM
-// [IF NOT EXISTS] …). Its offset is the snapshot of the creating
-// transaction: changes committed before are not in the stream, changes of
-// transactions still running are. The table must have change tracking
+// [IF NOT EXISTS] …). The table must have change tracking
 // (ErrNotTracked) and, for STANDARD, a primary key (ErrNoPrimaryKey) that
-// is not INITIALLY DEFERRED (ErrDeferredKey); an
-// existing name is ErrStreamExists unless OR REPLACE / IF NOT EXISTS.
+// is not INITIALLY DEFERRED (ErrDeferredKey); an existing name is
+// ErrStreamExists unless OR REPLACE / IF NOT EXISTS.
+//
+// The first stream on a table switches its capture on in the same
+// transaction as the stream's row: it takes SHARE ROW EXCLUSIVE on the
+// table (bounded waits, locks.go), which waits for the application's
+// transactions that wrote the table to end and keeps new writes out until
+// it commits, brings the log and function in line with the table's
+// columns, empties the log and creates and enables the triggers
+// (enableIn). The stream's offset is the snapshot taken after that, in
+// the same transaction: a change committed before it is not in the
+// stream, a change of a transaction still running is (that transaction
+// writes the table after the triggers are committed), and so is every
+// later change. A SHOW_INITIAL_ROWS stream's first read returns the
+// table's rows at that read as inserts.
 func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error {
 	if err := b.ensureSchema(ctx); err != nil {
 		return err
@@ -30,10 +41,27 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 	if mode == "" {
 		mode = dsl.ModeStandard
 	}
-	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		if err := lockStreams(ctx, tx); err != nil {
-			return err
+	var first bool
+	lock := func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
+		first = false
+		t, ok, err := b.tracked(ctx, tx, st.Table)
+		if err != nil || !ok {
+			return tableLock{mode: shareRowExcl}, nil // the statement reports it
 		}
+		names, err := streamsOn(ctx, tx, t.Key)
+		if err != nil || len(names) > 0 {
+			return tableLock{mode: shareRowExcl}, err
+		}
+		first = true
+		relid := t.Relid
+		if relid == 0 {
+			if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(t.Table.Name)).Scan(&relid); err != nil {
+				return tableLock{mode: shareRowExcl}, err
+			}
+		}
+		return tableLock{relid, shareRowExcl, ""}, lockOid(ctx, tx, relid, shareRowExcl)
+	}
+	return b.wrap(b.withTableLock(ctx, "create table stream "+st.Stream, sinkpg.Quote(st.Table), lock, func(tx pgx.Tx) error {
 		t, ok, err := b.tracked(ctx, tx, st.Table)
 		if err != nil {
 			return err
@@ -52,8 +80,10 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 		if mode == dsl.ModeStandard && t.Table.KeyDeferred {
 			return deferredKeyError(t.Table)
 		}
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sluice.streams WHERE name = $1)`, st.Stream).Scan(&exists); err != nil {
+		var oldTable string
+		err = tx.QueryRow(ctx, `SELECT table_name FROM sluice.streams WHERE name = $1`, st.Stream).Scan(&oldTable)
+		exists := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
 		switch {
@@ -65,11 +95,24 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 			if _, err := tx.Exec(ctx, `DELETE FROM sluice.streams WHERE name = $1`, st.Stream); err != nil {
 				return err
 			}
+			if oldTable != t.Key {
+				// The replaced stream read another table: its capture goes
+				// off if that was its last stream.
+				if err := b.lastStreamGone(ctx, tx, oldTable); err != nil {
+					return err
+				}
+			}
+		}
+		if first {
+			if _, err := b.enableIn(ctx, tx, t.Table.Name, true); err != nil {
+				return fmt.Errorf("switch on the change capture of %s: %w", sinkpg.Quote(t.Table.Name), err)
+			}
 		}
 		sys, err := b.systemID(ctx, tx)
 		if err != nil {
 			return err
 		}
+		// After the triggers (READ COMMITTED: this statement's snapshot).
 		var snap string
 		if err := tx.QueryRow(ctx, `SELECT pg_current_snapshot()::text`).Scan(&snap); err != nil {
 			return err
@@ -81,9 +124,9 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO sluice.streams (name, table_name, mode, show_initial_rows, comment, id, position, stale_after)
 			VALUES ($1, $2, $3, $4, $5, gen_random_uuid()::text, $6, $7)`,
-			st.Stream, st.Table, mode, st.ShowInitialRows, st.Comment, p.String(), int64(staleAfter/time.Second))
+			st.Stream, t.Key, mode, st.ShowInitialRows, st.Comment, p.String(), int64(staleAfter/time.Second))
 		if err == nil {
-			b.log.Info("table stream created", "stream", st.Stream, "table", st.Table, "mode", mode)
+			b.log.Info("table stream created", "stream", st.Stream, "table", st.Table, "mode", mode, "capture_switched_on", first)
 		}
 		return err
 	}), "create table stream %s", st.Stream)
@@ -91,15 +134,32 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 
 // DropStream drops a stream; a missing one is an error wrapping
 // runner.ErrNoStream unless ifExists. Log rows no other stream needs are
-// purged.
+// purged. Dropping the last stream on a table switches its capture off
+// in the same transaction (lastStreamGone): it takes ACCESS EXCLUSIVE on
+// the table (DROP TRIGGER needs it; bounded waits, locks.go), drops the
+// triggers and empties the log.
 func (b *Backend) DropStream(ctx context.Context, name string, ifExists bool) error {
 	if err := b.ensureSchema(ctx); err != nil {
 		return err
 	}
-	return b.wrap(pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		if err := lockStreams(ctx, tx); err != nil {
-			return err
+	lock := func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
+		var table string
+		var others bool
+		err := tx.QueryRow(ctx, `SELECT table_name, EXISTS (SELECT 1 FROM sluice.streams o WHERE o.table_name = s.table_name AND o.name <> s.name)
+			FROM sluice.streams s WHERE name = $1`, name).Scan(&table, &others)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && others) {
+			return tableLock{mode: accessExclusive}, nil
 		}
+		if err != nil {
+			return tableLock{mode: accessExclusive}, err
+		}
+		relid, err := captureRelid(ctx, tx, table)
+		if err != nil || relid == 0 {
+			return tableLock{mode: accessExclusive}, err
+		}
+		return tableLock{relid, accessExclusive, sinkpg.Quote(table)}, lockOid(ctx, tx, relid, accessExclusive)
+	}
+	return b.wrap(b.withTableLock(ctx, "drop table stream "+name, "the table of stream "+name, lock, func(tx pgx.Tx) error {
 		var table string
 		err := tx.QueryRow(ctx, `DELETE FROM sluice.streams WHERE name = $1 RETURNING table_name`, name).Scan(&table)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -111,8 +171,61 @@ func (b *Backend) DropStream(ctx context.Context, name string, ifExists bool) er
 		if err != nil {
 			return err
 		}
+		if err := b.lastStreamGone(ctx, tx, table); err != nil {
+			return err
+		}
 		return b.purge(ctx, tx, table)
 	}), "drop table stream %s", name)
+}
+
+// captureRelid returns the oid of the table tracked as table (its
+// tracking key) when it has capture triggers, 0 when it has none (or is
+// gone).
+func captureRelid(ctx context.Context, q sinkpg.Querier, table string) (uint32, error) {
+	var relid *uint32
+	err := q.QueryRow(ctx, `SELECT coalesce(t.relid, to_regclass(quote_ident(t.table_name))::oid) FROM sluice.tracking t WHERE t.table_name = $1`, table).Scan(&relid)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && relid == nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	have, err := presentTriggers(ctx, q, *relid)
+	if err != nil || len(have) == 0 {
+		return 0, err
+	}
+	return *relid, nil
+}
+
+// lastStreamGone switches the capture of the table tracked as table off
+// when no stream is left on it: it drops its triggers (tx holds ACCESS
+// EXCLUSIVE on the table, or takes it under the transaction's
+// lock_timeout) and purges the whole log. A dropped table took its
+// triggers with it.
+func (b *Backend) lastStreamGone(ctx context.Context, tx pgx.Tx, table string) error {
+	names, err := streamsOn(ctx, tx, table)
+	if err != nil || len(names) > 0 {
+		return err
+	}
+	t, ok, err := b.tracked(ctx, tx, table)
+	if errors.Is(err, ErrTableDropped) || (err == nil && !ok) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.Relid == 0 {
+		return nil // tracked by an earlier sluice without an oid: enabling tracking again turns it off
+	}
+	var qualified string
+	if err := tx.QueryRow(ctx, `SELECT c.oid::regclass::text FROM pg_catalog.pg_class c WHERE c.oid = $1`, t.Relid).Scan(&qualified); err != nil {
+		return err
+	}
+	if err := setCapture(ctx, tx, t, qualified, false, false); err != nil {
+		return fmt.Errorf("switch off the change capture of %s: %w", sinkpg.Quote(t.Table.Name), err)
+	}
+	b.log.Info("last table stream dropped: change capture switched off", "table", t.Table.Name)
+	return b.purge(ctx, tx, table)
 }
 
 const streamColumns = `name, table_name, mode, show_initial_rows, comment, created_at, id, position, stale_after, stale_since`

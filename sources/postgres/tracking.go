@@ -160,11 +160,23 @@ func droppedError(ctx context.Context, q sinkpg.Querier, table string) error {
 		ErrTableDropped, sinkpg.Quote(table), how)
 }
 
-// checkTriggers verifies that the four capture triggers of t exist and
-// fire always (ErrTriggersMissing otherwise): a table whose triggers were
-// dropped or disabled would read as if nothing changed.
-func checkTriggers(ctx context.Context, q sinkpg.Querier, t *Tracked) error {
+// checkTriggers verifies the capture triggers of t: with on (a stream is
+// on the table) that the four exist, call the tracking's function and
+// fire always (ErrTriggersMissing otherwise: a table whose triggers were
+// dropped or disabled would read as if nothing changed); without, that
+// none is left (capture is off while no stream is on the table).
+func checkTriggers(ctx context.Context, q sinkpg.Querier, t *Tracked, on bool) error {
 	if t.Relid == 0 {
+		return nil
+	}
+	if !on {
+		have, err := presentTriggers(ctx, q, t.Relid)
+		if err != nil {
+			return err
+		}
+		if len(have) > 0 {
+			return fmt.Errorf("%d capture trigger(s) of %s are left although no stream is on the table", len(have), sinkpg.Quote(t.Table.Name))
+		}
 		return nil
 	}
 	var n int
@@ -271,108 +283,163 @@ func checkPendingKeys(ctx context.Context, tx pgx.Tx, t *Tracked, oldKey []strin
 	return nil
 }
 
-// EnableTracking turns on change capture for table (idempotent: enabling
-// again adds columns added to the table since and rewrites the capture
-// function and triggers). It takes ACCESS EXCLUSIVE on the table first,
-// with a bounded wait (locks.go): after Backend.LockWait it returns a
-// LockTimeoutError naming the sessions that hold the table.
+// EnableTracking turns on change tracking for table: it creates (or,
+// enabling again, brings in line with the table's columns) the change log
+// sluice."log_<t>", the capture function and the row of sluice.tracking.
+// The capture triggers that call the function exist only while a stream
+// is on the table: CREATE TABLE STREAM switches them on (CreateStream),
+// dropping the last stream switches them off (DropStream). So enabling
+// tracking on a table without streams leaves it without triggers (and
+// drops those an earlier sluice installed), and enabling it again on a
+// table with streams re-creates them. It locks the table first, with a
+// bounded wait (locks.go): ACCESS SHARE when the table has neither
+// streams nor capture triggers (the application's reads and writes go on),
+// else ACCESS EXCLUSIVE (DROP TRIGGER needs it); after Backend.LockWait
+// it returns a LockTimeoutError naming the sessions that hold the table.
 func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 	if err := b.ensureSchema(ctx); err != nil {
 		return err
 	}
-	return b.wrap(b.withTableLock(ctx, "enable change tracking", sinkpg.Quote(table), lockByName(sinkpg.Quote(table)), func(tx pgx.Tx) error {
-		tab, ok, err := sinkpg.DescribeTable(ctx, tx, table)
+	lock := func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
+		var relid *uint32
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(table)).Scan(&relid); err != nil || relid == nil {
+			return tableLock{mode: accessExclusive}, err
+		}
+		busy, err := hasCapture(ctx, tx, *relid, table)
 		if err != nil {
-			return err
+			return tableLock{mode: accessExclusive}, err
 		}
-		if !ok {
-			return fmt.Errorf("%w: %s", ErrNoTable, sinkpg.Quote(table))
+		mode := accessShare
+		if busy {
+			mode = accessExclusive
 		}
-		var qualified, parent string
-		if err := tx.QueryRow(ctx, `SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname),
-				coalesce((SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid AND c.relispartition), '')
-			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, sinkpg.Quote(table)).Scan(&qualified, &parent); err != nil {
-			return err
-		}
-		if parent != "" {
-			return fmt.Errorf("%w: %s is a partition of %s, whose statements would not fire its capture triggers; enable change tracking on %s instead",
-				ErrIsPartition, sinkpg.Quote(table), parent, parent)
-		}
-		var relid uint32
-		if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(table)).Scan(&relid); err != nil {
-			return err
-		}
-		attrs, err := tableAttributes(ctx, tx, relid)
-		if err != nil {
-			return err
-		}
-		key, err := trackingKey(ctx, tx, table, relid)
-		if err != nil {
-			return err
-		}
-		t := &Tracked{Table: tab, Key: key, Relid: relid, Log: objectName("log_", key), Func: objectName("cap_", key), PairedKey: tab.Key}
-		old, tracked, err := b.tracked(ctx, tx, key)
-		if err != nil {
-			return err
-		}
-		var oldNames []string
-		if tracked {
-			t.Log, t.Func = old.Log, old.Func
-			if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}') FROM sluice.tracking WHERE table_name = $1`, key).Scan(&oldNames); err != nil {
-				return err
-			}
-			if _, err := followColumns(ctx, tx, t, attrs, oldNames); err != nil {
-				return err
-			}
-		}
-		for _, s := range trackingDDL(t, qualified, attrs) {
-			if _, err := tx.Exec(ctx, s); err != nil {
-				return fmt.Errorf("%w (in: %s)", err, firstLine(s))
-			}
-		}
-		if tracked {
-			if err := migrateExtra(ctx, tx, t, attnamesOf(attrs)); err != nil {
-				return err
-			}
-			n, err := dropFutureRows(ctx, tx, t)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				b.log.Warn("deleted change-log rows of transactions this cluster has not run (a log restored from elsewhere)", "table", table, "rows", n)
-			}
-		}
-		if tracked && !slices.Equal(old.PairedKey, t.PairedKey) {
-			if err := checkPendingKeys(ctx, tx, t, old.PairedKey); err != nil {
-				return err
-			}
-			// The 'U' rows logged so far are paired under the old key (if
-			// any): unmark them, so every 'U' row in the log is paired
-			// under tracking.paired_key.
-			if len(old.PairedKey) > 0 {
-				if _, err := tx.Exec(ctx, `UPDATE `+t.LogRef()+` SET __op = 'A' WHERE __op = 'U'`); err != nil {
-					return err
-				}
-			}
-		}
-		var paired []string // NULL for a table without a primary key
-		if len(t.PairedKey) > 0 {
-			paired = t.PairedKey
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key, attnames, relid) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key, attnames = EXCLUDED.attnames, relid = EXCLUDED.relid`, key, t.Log, t.Func, paired, attnamesOf(attrs), relid)
-		if err != nil {
-			return err
-		}
-		if tracked {
-			// Enabling again purges what no stream can read: with no stream
-			// on the table, everything logged since the last purge.
-			if err := b.purge(ctx, tx, key); err != nil {
-				return err
-			}
-		}
-		return checkTriggers(ctx, tx, t)
+		return tableLock{*relid, mode, ""}, lockOid(ctx, tx, *relid, mode)
+	}
+	return b.wrap(b.withTableLock(ctx, "enable change tracking", sinkpg.Quote(table), lock, func(tx pgx.Tx) error {
+		_, err := b.enableIn(ctx, tx, table, false)
+		return err
 	}), "enable change tracking on %s", sinkpg.Quote(table))
+}
+
+// hasCapture reports whether the table with oid relid (named table by
+// the user) has capture triggers or streams on its tracking.
+func hasCapture(ctx context.Context, q sinkpg.Querier, relid uint32, table string) (bool, error) {
+	var busy bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = $1 AND tgname = ANY($2))
+		OR EXISTS (SELECT 1 FROM sluice.streams s JOIN sluice.tracking t ON t.table_name = s.table_name WHERE t.relid = $1 OR (t.relid IS NULL AND t.table_name = $3))`,
+		relid, triggerNames, table).Scan(&busy)
+	return busy, err
+}
+
+// enableIn is EnableTracking inside tx, which holds sluice's tracking
+// lock and a lock on the table: ACCESS SHARE is enough when capture stays
+// off and no trigger is there to drop; firstStream (CreateStream of the
+// table's first stream) needs SHARE ROW EXCLUSIVE, anything else ACCESS
+// EXCLUSIVE. Capture is switched on when firstStream or a stream is on
+// the table (re-creating the triggers unless firstStream, which only
+// creates the missing ones), and off otherwise; then the triggers are
+// checked (checkTriggers). It returns the tracking as it is now.
+func (b *Backend) enableIn(ctx context.Context, tx pgx.Tx, table string, firstStream bool) (*Tracked, error) {
+	tab, ok, err := sinkpg.DescribeTable(ctx, tx, table)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNoTable, sinkpg.Quote(table))
+	}
+	var qualified, parent string
+	if err := tx.QueryRow(ctx, `SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname),
+			coalesce((SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid AND c.relispartition), '')
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, sinkpg.Quote(table)).Scan(&qualified, &parent); err != nil {
+		return nil, err
+	}
+	if parent != "" {
+		return nil, fmt.Errorf("%w: %s is a partition of %s, whose statements would not fire its capture triggers; enable change tracking on %s instead",
+			ErrIsPartition, sinkpg.Quote(table), parent, parent)
+	}
+	var relid uint32
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(table)).Scan(&relid); err != nil {
+		return nil, err
+	}
+	attrs, err := tableAttributes(ctx, tx, relid)
+	if err != nil {
+		return nil, err
+	}
+	key, err := trackingKey(ctx, tx, table, relid)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tracked{Table: tab, Key: key, Relid: relid, Log: objectName("log_", key), Func: objectName("cap_", key), PairedKey: tab.Key}
+	old, tracked, err := b.tracked(ctx, tx, key)
+	if err != nil {
+		return nil, err
+	}
+	var oldNames []string
+	if tracked {
+		t.Log, t.Func = old.Log, old.Func
+		if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}') FROM sluice.tracking WHERE table_name = $1`, key).Scan(&oldNames); err != nil {
+			return nil, err
+		}
+		if _, err := followColumns(ctx, tx, t, attrs, oldNames); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range trackingDDL(t, attrs) {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return nil, fmt.Errorf("%w (in: %s)", err, firstLine(s))
+		}
+	}
+	streams, err := streamsOn(ctx, tx, key)
+	if err != nil {
+		return nil, err
+	}
+	on := firstStream || len(streams) > 0
+	if err := setCapture(ctx, tx, t, qualified, on, on && !firstStream); err != nil {
+		return nil, err
+	}
+	if tracked {
+		if err := migrateExtra(ctx, tx, t, attnamesOf(attrs)); err != nil {
+			return nil, err
+		}
+		n, err := dropFutureRows(ctx, tx, t)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			b.log.Warn("deleted change-log rows of transactions this cluster has not run (a log restored from elsewhere)", "table", table, "rows", n)
+		}
+	}
+	if tracked && !slices.Equal(old.PairedKey, t.PairedKey) {
+		if err := checkPendingKeys(ctx, tx, t, old.PairedKey); err != nil {
+			return nil, err
+		}
+		// The 'U' rows logged so far are paired under the old key (if
+		// any): unmark them, so every 'U' row in the log is paired
+		// under tracking.paired_key.
+		if len(old.PairedKey) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE `+t.LogRef()+` SET __op = 'A' WHERE __op = 'U'`); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var paired []string // NULL for a table without a primary key
+	if len(t.PairedKey) > 0 {
+		paired = t.PairedKey
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO sluice.tracking (table_name, log_table, func_name, paired_key, attnames, relid) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (table_name) DO UPDATE SET paired_key = EXCLUDED.paired_key, attnames = EXCLUDED.attnames, relid = EXCLUDED.relid`, key, t.Log, t.Func, paired, attnamesOf(attrs), relid)
+	if err != nil {
+		return nil, err
+	}
+	if tracked {
+		// Enabling again purges what no stream can read: with no stream
+		// on the table, everything logged since the last purge (by
+		// capture an earlier sluice left on).
+		if err := b.purge(ctx, tx, key); err != nil {
+			return nil, err
+		}
+	}
+	return t, checkTriggers(ctx, tx, t, on)
 }
 
 func firstLine(s string) string {
@@ -391,21 +458,21 @@ func (b *Backend) DisableTracking(ctx context.Context, table string) error {
 	if err := b.ensureSchema(ctx); err != nil {
 		return err
 	}
-	lock := func(ctx context.Context, tx pgx.Tx) (uint32, error) {
-		if relid, err := lockByName(sinkpg.Quote(table))(ctx, tx); err != nil || relid != 0 {
-			return relid, err
+	lock := func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
+		if l, err := lockByName(sinkpg.Quote(table))(ctx, tx); err != nil || l.relid != 0 {
+			return l, err
 		}
 		// A renamed table disabled by its tracked name: its triggers are
 		// on the table with the recorded oid.
 		var relid *uint32
 		err := tx.QueryRow(ctx, `SELECT relid FROM sluice.tracking WHERE table_name = $1`, table).Scan(&relid)
 		if errors.Is(err, pgx.ErrNoRows) || relid == nil {
-			return 0, nil
+			return tableLock{mode: accessExclusive}, nil
 		}
 		if err != nil {
-			return 0, err
+			return tableLock{mode: accessExclusive}, err
 		}
-		return *relid, lockOid(ctx, tx, *relid)
+		return tableLock{*relid, accessExclusive, ""}, lockOid(ctx, tx, *relid, accessExclusive)
 	}
 	return b.wrap(b.withTableLock(ctx, "disable change tracking", sinkpg.Quote(table), lock, func(tx pgx.Tx) error {
 		key := table

@@ -18,7 +18,14 @@
 // # Change capture
 //
 // ALTER TABLE t SET PROPERTIES ('change_tracking' = 'true') creates the
-// change log sluice_changes_<t>:
+// change log sluice_changes_<t> and registers the table; the helper tables
+// and triggers below exist only while a stream is on the table: the first
+// CREATE TABLE STREAM installs them (tracking.go, captureOn) in its write
+// transaction, which holds the database's write lock (no application write
+// is under way, and the stream's offset, the log's last seq, is taken
+// after them), and dropping the last stream removes them and empties the
+// log (captureOff). A tracked table without a stream logs nothing. The
+// log:
 //
 //	seq  INTEGER PRIMARY KEY AUTOINCREMENT  -- commit order
 //	op   TEXT     I, U, D; KD + KI for an UPDATE that changes the primary key
@@ -72,13 +79,15 @@
 // a column missing from a change after the offset did not exist at the
 // offset and its DEFAULT is its value there.
 //
-// When the triggers are gone (DROP TABLE, or the rebuild migration CREATE
-// new_t / INSERT … SELECT / DROP TABLE t / ALTER TABLE new_t RENAME TO t),
-// runs fail with ErrCaptureLost, saying which and how to go on; enabling
+// When the triggers of a table with a stream are gone (DROP TABLE, or the
+// rebuild migration CREATE new_t / INSERT … SELECT / DROP TABLE t / ALTER
+// TABLE new_t RENAME TO t), runs fail with ErrCaptureLost, saying which and how to go on; enabling
 // tracking again re-installs capture into the kept log (streams go on), and
 // DROP TABLE STREAM and disabling tracking work on a dropped table.
 // Capture installed by an earlier sluice (AFTER triggers naming every
-// column) is replaced by the first run, keeping its log and offsets.
+// column) is replaced by the first run, keeping its log and offsets. A
+// table without a stream has no triggers to follow it: a rename leaves its
+// tracking with the old name (enable tracking under the new one).
 //
 // # Commit versions
 //

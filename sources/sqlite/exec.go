@@ -155,8 +155,11 @@ func (b *Backend) createStream(ctx context.Context, s *dsl.CreateStream) error {
 				s.Stream, ErrNotTracked, name, name)
 		}
 		// The stream's offset must be a point where capture covers the
-		// table as it is (doc.go, "Schema changes").
-		if c, err = syncCapture(ctx, tx, c); err != nil {
+		// table as it is (doc.go, "Schema changes"); the first stream on
+		// the table switches capture on. The write transaction holds the
+		// database's write lock, so no application write is under way:
+		// every change committed after this one is logged.
+		if c, err = captureOn(ctx, tx, c); err != nil {
 			return fmt.Errorf("create table stream %s: %w", s.Stream, err)
 		}
 		schema, _, err := sqlitex.TableSchema(ctx, tx, name)
@@ -167,7 +170,7 @@ func (b *Backend) createStream(ctx context.Context, s *dsl.CreateStream) error {
 			return fmt.Errorf("create table stream %s: %w: %s; a STANDARD stream needs one to compute net changes per key (add a PRIMARY KEY, or use 'TABLE_STREAM_MODE' = 'APPEND_ONLY')",
 				s.Stream, ErrNoPrimaryKey, name)
 		}
-		if _, err := lookupStream(ctx, tx, s.Stream); err == nil {
+		if old, err := lookupStream(ctx, tx, s.Stream); err == nil {
 			switch {
 			case s.IfNotExists:
 				return nil
@@ -176,6 +179,11 @@ func (b *Backend) createStream(ctx context.Context, s *dsl.CreateStream) error {
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM sluice_streams WHERE name = ?`, s.Stream); err != nil {
 				return fmt.Errorf("replace table stream %s: %w", s.Stream, err)
+			}
+			if old.table != name {
+				if err := lastStreamGone(ctx, tx, old.table); err != nil {
+					return err
+				}
 			}
 		}
 		seq, err := lastSeq(ctx, tx, c.log)
@@ -210,7 +218,24 @@ func (b *Backend) dropStream(ctx context.Context, s *dsl.DropStream) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sluice_streams WHERE name = ?`, r.name); err != nil {
 			return fmt.Errorf("drop table stream %s: %w", r.name, err)
 		}
+		if err := lastStreamGone(ctx, tx, r.table); err != nil {
+			return err
+		}
 		_, err = b.purgeAll(ctx, tx, false)
 		return err
 	})
+}
+
+// lastStreamGone switches the capture of table off when no stream is
+// left on it (captureOff); the purge that follows empties its log.
+func lastStreamGone(ctx context.Context, tx sqlitex.Querier, table string) error {
+	streams, err := listStreams(ctx, tx, table)
+	if err != nil || len(streams) > 0 {
+		return err
+	}
+	c, tracked, err := lookupTracking(ctx, tx, table)
+	if err != nil || !tracked {
+		return err
+	}
+	return captureOff(ctx, tx, c)
 }

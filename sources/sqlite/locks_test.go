@@ -14,11 +14,14 @@ import (
 	"github.com/sluicedata/sluice/sources/sqlite"
 )
 
-// TestTrackingWaitsForWriter: enabling and disabling change tracking while
-// an application's write transaction is open waits for it (busy_timeout),
-// and succeeds once it commits, the application's transaction going on
-// undisturbed; held past the busy timeout, it fails with ErrBusy, saying
-// that nothing was changed.
+// TestTrackingWaitsForWriter: enabling and disabling change tracking, and
+// creating a table's first stream (which installs the capture triggers),
+// while an application's write transaction is open waits for it
+// (busy_timeout), and succeeds once it commits, the application's
+// transaction going on undisturbed; held past the busy timeout, it fails
+// with ErrBusy, saying that nothing was changed. Enabling tracking
+// installs no trigger; the first stream does, and reads the changes
+// committed after it only.
 func TestTrackingWaitsForWriter(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -28,7 +31,8 @@ func TestTrackingWaitsForWriter(t *testing.T) {
 		wantBusy bool
 		triggers int
 	}{
-		{"enable waits", false, "ALTER TABLE lk SET PROPERTIES ('change_tracking' = 'true')", time.Second, false, 6},
+		{"enable waits", false, "ALTER TABLE lk SET PROPERTIES ('change_tracking' = 'true')", time.Second, false, 0},
+		{"first stream waits", true, "CREATE TABLE STREAM lk_s ON TABLE lk WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')", time.Second, false, 6},
 		{"disable waits", true, "ALTER TABLE lk SET PROPERTIES ('change_tracking' = 'false')", time.Second, false, 0},
 		{"enable gives up", false, "ALTER TABLE lk SET PROPERTIES ('change_tracking' = 'true')", sqlitex.BusyTimeout + 2*time.Second, true, 0},
 	} {
@@ -97,7 +101,7 @@ func TestTrackingWaitsForWriter(t *testing.T) {
 			}
 			if tc.triggers > 0 {
 				// Capture works for the application's next writes.
-				f.run(`CREATE TABLE STREAM lk_s ON TABLE lk WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')`)
+				f.run(`CREATE TABLE STREAM IF NOT EXISTS lk_s ON TABLE lk WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')`)
 				appExec(t, app, `INSERT INTO lk VALUES (3, 'd')`)
 				info, err := f.b.Stream(t.Context(), runnerSource("lk_s"))
 				if err != nil {

@@ -14,14 +14,15 @@ import (
 	"github.com/sluicedata/sluice/runner"
 )
 
-// Bounding the change log. The capture triggers log every write of a
-// tracked table, whether or not a stream is on it; the log keeps only what
-// some stream can still read:
+// Bounding the change log. The capture triggers exist only while a stream
+// is on the table (the first CREATE TABLE STREAM installs them, dropping
+// the last removes them), so a table without a stream logs nothing; the
+// log keeps only what some stream can still read:
 //
 //   - every purge (a stream's advance, CREATE and DROP TABLE STREAM, and
 //     TrimLogs, which sluice serve calls on every lag poll, and enabling
-//     tracking) purges every tracked table's log, so a table without a
-//     stream keeps nothing past the next of them;
+//     tracking) purges every tracked table's log, all of it for a table
+//     without a stream;
 //   - a stream whose oldest unconsumed change is older than its retention
 //     (stale_after, 'STALE_AFTER', default runner.DefaultStaleAfter) is
 //     marked stale (stale_since) and no longer holds log rows back; reading

@@ -121,7 +121,8 @@ func lostError(ctx context.Context, q sqlitex.Querier, c captured, streams strin
 // syncCapture re-installs a stale capture (after DDL on the table, a
 // rename of it, or triggers from an earlier sluice) and returns the
 // registration as it is now; a lost capture is an error wrapping
-// ErrCaptureLost. It must run in a write transaction.
+// ErrCaptureLost. It is for a table that has (or is getting) a stream, so
+// capture stays on. It must run in a write transaction.
 func syncCapture(ctx context.Context, tx sqlitex.Querier, c captured) (captured, error) {
 	st, live, err := status(ctx, tx, c)
 	if err != nil {
@@ -137,13 +138,14 @@ func syncCapture(ctx context.Context, tx sqlitex.Querier, c captured) (captured,
 		}
 		return c, lostError(ctx, tx, c, streamNames(streams))
 	}
-	return reinstall(ctx, tx, c, live)
+	return reinstall(ctx, tx, c, live, true)
 }
 
 // reinstall re-creates the capture of c on the table live says it is on
 // (renaming its change log and registration when the table was renamed),
-// keeping the change log and the streams.
-func reinstall(ctx context.Context, tx sqlitex.Querier, c captured, live liveCapture) (captured, error) {
+// keeping the change log and the streams; without capture (no stream on
+// the table) it leaves the triggers off (install).
+func reinstall(ctx context.Context, tx sqlitex.Querier, c captured, live liveCapture, capture bool) (captured, error) {
 	table := c.table
 	if live.on != "" {
 		table = live.on
@@ -182,7 +184,7 @@ func reinstall(ctx context.Context, tx sqlitex.Querier, c captured, live liveCap
 	if strings.Contains(live.insSQL, captureVersion) {
 		owned = capturedNames(live.insSQL)
 	}
-	if err := install(ctx, tx, table, owned); err != nil {
+	if err := install(ctx, tx, table, owned, capture); err != nil {
 		return c, err
 	}
 	n, _, err := lookupTracking(ctx, tx, table)
@@ -283,14 +285,17 @@ func uniqueKeys(ctx context.Context, q sqlitex.Querier, table string) ([]uniqueK
 	return out, rows.Err()
 }
 
-// install creates or re-creates the capture of table: the change log
-// (kept when it exists, with columns renamed, added and moved aside to
-// match the table), the pending table and the triggers, and registers it
-// in sluice_tracking. owned maps the table's column names to the log
-// columns that hold their values (from the triggers being replaced); nil
-// means "by name" (a first install, an earlier sluice's triggers, or
-// triggers that were lost). It verifies that the triggers exist.
-func install(ctx context.Context, tx sqlitex.Querier, table string, owned map[string]string) error {
+// install creates or re-creates the change tracking of table: the change
+// log (kept when it exists, with columns renamed, added and moved aside
+// to match the table) and its registration in sluice_tracking; with
+// capture (a stream is on the table, or is being created) also the
+// pending and absent tables and the triggers, else it drops them (no
+// stream: nothing is logged). owned maps the table's column names to the
+// log columns that hold their values (from the triggers being replaced);
+// nil means "by name" (a first install, an earlier sluice's triggers, or
+// triggers that were lost or off). It verifies that the triggers exist,
+// or that none is left.
+func install(ctx context.Context, tx sqlitex.Querier, table string, owned map[string]string, capture bool) error {
 	fail := func(err error) error { return fmt.Errorf("install change capture on %s: %w", table, err) }
 	cols, err := tableColumns(ctx, tx, table)
 	if err != nil {
@@ -327,7 +332,9 @@ func install(ctx context.Context, tx sqlitex.Querier, table string, owned map[st
 		spec.cols = append(spec.cols, c.name)
 	}
 	stmts := append(dropTriggers(table), dropHelpers(table)...)
-	stmts = append(append(stmts, spec.createHelpers()...), spec.triggers()...)
+	if capture {
+		stmts = append(append(stmts, spec.createHelpers()...), spec.triggers()...)
+	}
 	if err := execAll(ctx, tx, stmts); err != nil {
 		return fail(err)
 	}
@@ -346,10 +353,52 @@ func install(ctx context.Context, tx sqlitex.Querier, table string, owned map[st
 	if err != nil {
 		return fail(err)
 	}
+	if !capture {
+		if live.triggers != 0 {
+			return fail(fmt.Errorf("%d capture triggers left after dropping them", live.triggers))
+		}
+		return nil
+	}
 	if live.triggers != len(triggerKinds) || live.on != table {
 		return fail(fmt.Errorf("%d of %d capture triggers found after creating them", live.triggers, len(triggerKinds)))
 	}
 	return nil
+}
+
+// captureOff drops the capture triggers and helper tables of c (the last
+// stream on its table is gone): nothing is logged until the next CREATE
+// TABLE STREAM installs them again. The log and the registration stay.
+func captureOff(ctx context.Context, tx sqlitex.Querier, c captured) error {
+	sfx := suffix(c.log)
+	if err := execAll(ctx, tx, append(dropTriggers(sfx), dropHelpers(sfx)...)); err != nil {
+		return fmt.Errorf("switch off the change capture of %s: %w", c.table, err)
+	}
+	return nil
+}
+
+// captureOn installs the capture of c for the table's first stream, in a
+// write transaction (so no application write is under way): a table
+// without triggers (capture off) gets them by name into its kept log; one
+// whose triggers are there is brought in line (syncCapture). It returns
+// the registration as it is now.
+func captureOn(ctx context.Context, tx sqlitex.Querier, c captured) (captured, error) {
+	st, _, err := status(ctx, tx, c)
+	if err != nil {
+		return c, err
+	}
+	if st != capLost {
+		return syncCapture(ctx, tx, c)
+	}
+	if _, ok, err := sqlitex.TableName(ctx, tx, c.table); err != nil {
+		return c, err
+	} else if !ok {
+		return c, fmt.Errorf("%w: %s", ErrNoTable, c.table)
+	}
+	if err := install(ctx, tx, c.table, nil, true); err != nil {
+		return c, err
+	}
+	n, _, err := lookupTracking(ctx, tx, c.table)
+	return n, err
 }
 
 // alignLog makes the log's o_/n_ columns match cols: a column whose values
@@ -508,7 +557,11 @@ func reconcileAll(ctx context.Context, tx sqlitex.Querier) error {
 			return err
 		}
 		if live.triggers > 0 && live.on != c.table {
-			if _, err := reinstall(ctx, tx, c, live); err != nil {
+			streams, err := listStreams(ctx, tx, c.table)
+			if err != nil {
+				return err
+			}
+			if _, err := reinstall(ctx, tx, c, live, len(streams) > 0); err != nil {
 				return err
 			}
 		}
@@ -538,10 +591,14 @@ func captureTriggers(ctx context.Context, q sqlitex.Querier) (map[string]string,
 	return out, nil
 }
 
-// enableTracking installs change capture on table, or re-installs it
-// (keeping the change log and the streams) when DDL changed the table or
-// its triggers were lost; the triggers are verified to exist afterwards.
-// It runs in tx.
+// enableTracking enables change tracking on table: it creates the change
+// log and the registration, or brings them in line (keeping the change
+// log and the streams) when DDL changed the table. The capture triggers
+// exist only while a stream is on the table (CREATE TABLE STREAM installs
+// them, dropping the last stream removes them): with streams it
+// re-installs them when DDL changed the table or they were lost; without,
+// it drops any an earlier sluice left. The triggers are verified to exist
+// (or not) afterwards. It runs in tx.
 func enableTracking(ctx context.Context, tx *sqlitex.Tx, table string) error {
 	if err := reconcileAll(ctx, tx); err != nil {
 		return err
@@ -568,18 +625,25 @@ func enableTracking(ctx context.Context, tx *sqlitex.Tx, table string) error {
 		return err
 	}
 	if tracked {
+		streams, err := listStreams(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		capture := len(streams) > 0
 		st, live, err := status(ctx, tx, c)
 		if err != nil {
 			return err
 		}
-		switch st {
-		case capFresh:
+		switch {
+		case st == capFresh && capture:
 			return nil
-		case capStale:
-			_, err := reinstall(ctx, tx, c, live)
-			return err
+		case st == capLost && !capture:
+			return install(ctx, tx, name, nil, false) // the log and registration in line with the table
+		case st == capLost:
+			return install(ctx, tx, name, nil, true) // lost: by name into the kept log
 		}
-		return install(ctx, tx, name, nil) // lost: by name into the kept log
+		_, err = reinstall(ctx, tx, c, live, capture)
+		return err
 	}
 	if _, exists, err := sqlitex.TableName(ctx, tx, logTable(name)); err != nil {
 		return err
@@ -590,7 +654,7 @@ func enableTracking(ctx context.Context, tx *sqlitex.Tx, table string) error {
 			return err
 		}
 	}
-	return install(ctx, tx, name, nil)
+	return install(ctx, tx, name, nil, false)
 }
 
 func isSluiceTable(name string) bool {
