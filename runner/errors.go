@@ -9,6 +9,16 @@ import (
 	"github.com/sluicedata/sluice/cdc"
 )
 
+// ConnError is a connection string that cannot be used as written: it
+// does not parse, is ambiguous, or names an unknown scheme (a
+// configuration error: the sluice command exits 2). Its text is Err's;
+// it wraps Err. Backends' Open return one for their URL's syntax, never
+// for a failure to connect.
+type ConnError struct{ Err error }
+
+func (e *ConnError) Error() string { return e.Err.Error() }
+func (e *ConnError) Unwrap() error { return e.Err }
+
 // Sentinel errors of package runner. Backends wrap them so that callers can
 // test with errors.Is.
 var (

@@ -67,7 +67,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (Backend, error) {
 	open, ok := openers[s]
 	regMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("%w %q in connection %q (known: %s)", ErrUnknownScheme, s, redact.Conn(url), strings.Join(Schemes(), ", "))
+		return nil, &ConnError{fmt.Errorf("%w %q in connection %q (known: %s)", ErrUnknownScheme, s, redact.Conn(url), strings.Join(Schemes(), ", "))}
 	}
 	return open(ctx, url, log)
 }

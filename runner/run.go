@@ -82,7 +82,7 @@ func (r *Runner) runPlanned(ctx context.Context, prep *Prepared) (*Result, error
 			return res, err
 		}
 		res.Stats, res.From, res.To, res.Note = stats, from, to, stats.Note
-		r.log().Debug("run committed", "job", p.Job.Name, "pushdown", true, "from", from.String(), "to", to.String())
+		r.log().Debug("sink and offset committed", "job", p.Job.Name, "pushdown", true, "from", from.String(), "to", to.String())
 		return res, nil
 	}
 	res, err := r.runThrough(ctx, prep, res)
@@ -191,7 +191,7 @@ func (r *Runner) runThroughWith(ctx context.Context, prep *Prepared, res *Result
 			r.log().Warn("stream offset not advanced; the sink checkpoint is ahead and will be used", "job", p.Job.Name, "stream", info.Name, "err", err)
 		}
 	}
-	r.log().Debug("run committed", "job", p.Job.Name, "from", from.String(), "to", to.String())
+	r.log().Debug("sink and offset committed", "job", p.Job.Name, "from", from.String(), "to", to.String())
 	return res, nil
 }
 

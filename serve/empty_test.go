@@ -120,3 +120,49 @@ func TestLastEmptyBeforeAnyCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestLastRunEmptyAndNetZero: /healthz's last_run (Status) shows a run
+// that found nothing pending as "empty", as sluice_runs_total counts it,
+// not as "committed"; a run that read nothing but moved its offset
+// (changes that cancel out) is a committed run in the history.
+func TestLastRunEmptyAndNetZero(t *testing.T) {
+	clock := NewFakeClock(t0)
+	store := openSQLite(t, filepath.Join(t.TempDir(), "state.db"), "n1", clock)
+	metrics := NewMetrics()
+	fires := 0
+	run := func(ctx context.Context, job *plan.Job) (*runner.Result, error) {
+		fires++
+		now := clock.Now().UTC()
+		res := &runner.Result{Job: job.Name, Start: now, End: now, From: cdc.SingleOffset("5"), To: cdc.SingleOffset("5")}
+		if fires == 2 { // nothing read, offset moved: an insert and a delete of one key
+			res.To = cdc.SingleOffset("7")
+		}
+		return res, nil
+	}
+	srv, _, rec := newTestServer(t, Config{Run: run, Clock: clock, History: store, Metrics: metrics}, testJob("j", "@every 3s"))
+	for i, want := range []Status{StatusEmpty, StatusCommitted} {
+		next := rec.wait(t, "schedule", func(ev Event) bool { return ev.Kind == EventScheduled && ev.Next.After(clock.Now()) }).Next
+		clock.Set(next)
+		rec.wait(t, "run", func(ev Event) bool { return ev.Kind == EventDone && !ev.At.Before(next) })
+		st := srv.Status(t.Context())
+		if len(st) != 1 || st[0].LastRun == nil || st[0].LastRun.Status != want {
+			t.Errorf("fire %d: last_run %+v, want status %q", i+1, st, want)
+		}
+	}
+	if e, c := runsTotal(t, metrics, "empty"), runsTotal(t, metrics, "committed"); e != 1 || c != 1 {
+		t.Errorf(`sluice_runs_total empty %v committed %v, want 1 and 1`, e, c)
+	}
+	var runs []Run
+	var err error
+	for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if runs, err = store.List(t.Context(), "j", 10); err != nil || len(runs) > 0 {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Status != StatusCommitted || runs[0].To.String() != "7" {
+		t.Errorf("history %+v, want only the run that moved the offset to 7", runs)
+	}
+}

@@ -34,6 +34,11 @@ const (
 	// StatusCancelled: cancelled (shutdown after the grace period); nothing
 	// was committed.
 	StatusCancelled Status = "cancelled"
+	// StatusEmpty: a committed run that found nothing pending (nothing
+	// read, offset unchanged; empty.go). Never in the history: only the
+	// last_run of /healthz and status shows it, as
+	// sluice_runs_total{result="empty"} counts it.
+	StatusEmpty Status = "empty"
 )
 
 // Run is one recorded run of a job, a row of the run history.

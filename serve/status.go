@@ -72,7 +72,13 @@ func (s *Server) Status(ctx context.Context) []JobStatus {
 			js.NextTry = &n
 		}
 		js.Stopped, js.ConsecutiveFailures = it.st.stopped, it.st.failures
-		js.LastRun = it.st.last
+		if it.st.last != nil {
+			r := *it.st.last
+			if isEmpty(&r) {
+				r.Status = StatusEmpty // as /metrics counts it
+			}
+			js.LastRun = &r
+		}
 		if it.st.lastErr != "" {
 			js.LastError = it.st.lastErr
 			at := it.st.lastErrAt

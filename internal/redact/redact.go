@@ -480,8 +480,10 @@ func unquoteDSN(v string) string {
 
 // Ambiguous reports whether conn is a URL whose user info a driver's URL
 // parser (net/url, which pgx uses) reads differently from the user info
-// running to the last '@': a password holding '#', '/', '?', '@', '%' or a
-// space written without percent-encoding. Such a string would have a driver try
+// running to the last '@': a password holding a space or one of
+// " # % / < > ? @ [ \ ] ^ ` { | } written without percent-encoding (':' and
+// the other printable ASCII characters read the same either way;
+// TestAmbiguousCharacters). Such a string would have a driver try
 // to resolve part of the password as a host name (pgx reads a raw '@' in
 // the password as the end of the user info); callers refuse it with
 // the hint of the returned text ("" when not ambiguous).
@@ -507,5 +509,5 @@ func Ambiguous(conn string) string {
 		}
 	}
 	return "the user info (before the last '@') holds a character that must be percent-encoded in a URL " +
-		"(# / ? @ % : space and quotes: write %23 %2F %3F %40 %25 %3A %20 …), or use a key=value connection string"
+		"(a space or one of \" # % / < > ? @ [ \\ ] ^ ` { | }: write %20 %22 %23 %25 %2F %3C %3E %3F %40 %5B %5C %5D %5E %60 %7B %7C %7D), or use a key=value connection string"
 }

@@ -145,3 +145,36 @@ func FuzzConn(f *testing.F) {
 		}
 	})
 }
+
+// TestAmbiguousCharacters: the characters Ambiguous refuses in a URL
+// password are exactly the ones its hint lists, and every other printable
+// character is read by net/url (pgx's parser) as written — ':' included.
+func TestAmbiguousCharacters(t *testing.T) {
+	hint := Ambiguous("postgres://u:a#b@h/db")
+	lo, hi := strings.Index(hint, "(a space or one of "), strings.Index(hint, ": write")
+	if lo < 0 || hi < lo {
+		t.Fatalf("hint lists no characters: %s", hint)
+	}
+	listed := map[byte]bool{' ': true}
+	for _, f := range strings.Fields(hint[lo+len("(a space or one of ") : hi]) {
+		listed[f[0]] = true
+	}
+	for c := byte(' '); c <= '~'; c++ {
+		conn := "postgres://u:a" + string(c) + "b@h/db"
+		refused := Ambiguous(conn) != ""
+		if refused != listed[c] {
+			t.Errorf("%q: refused %v, listed in the hint %v", c, refused, listed[c])
+		}
+		if refused {
+			continue
+		}
+		u, err := url.Parse(conn)
+		if err != nil {
+			t.Errorf("%q: accepted, but net/url fails: %v", c, err)
+			continue
+		}
+		if pw, _ := u.User.Password(); pw != "a"+string(c)+"b" || u.Host != "h" {
+			t.Errorf("%q: accepted, but net/url reads password %q host %q", c, pw, u.Host)
+		}
+	}
+}

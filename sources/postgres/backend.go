@@ -67,11 +67,11 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 	}
 	redacted := redact.Conn(url)
 	if hint := redact.Ambiguous(url); hint != "" {
-		return nil, fmt.Errorf("postgres: connection %s: %w: %s", redacted, ErrBadConn, hint)
+		return nil, &runner.ConnError{Err: fmt.Errorf("postgres: connection %s: %w: %s", redacted, ErrBadConn, hint)}
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse connection %s: %w", redacted, redact.Error(err, url))
+		return nil, &runner.ConnError{Err: fmt.Errorf("postgres: parse connection %s: %w", redacted, redact.Error(err, url))}
 	}
 	secret := cfg.ConnConfig.Password
 	// A bounded pool per database whatever the machine (pgxpool's default

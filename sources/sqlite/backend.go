@@ -65,7 +65,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 	}
 	loc, err := sqlitex.ParseURL(url)
 	if err != nil {
-		return nil, err
+		return nil, &runner.ConnError{Err: err}
 	}
 	path := loc.Path
 	if runner.MustExist(ctx) {

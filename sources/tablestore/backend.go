@@ -201,7 +201,7 @@ func Open(ctx context.Context, rawURL string, log *slog.Logger, opts ...Option) 
 	}
 	ep, err := ParseURL(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, &runner.ConnError{Err: err}
 	}
 	cr := o.creds
 	if cr == nil {

@@ -126,7 +126,7 @@ func exitCode(e *env, cmd *cobra.Command, err error) int {
 		cmd.SetOut(e.stderr)
 		_ = cmd.Usage()
 		return ExitUsage
-	case errors.As(err, new(configError)):
+	case errors.As(err, new(configError)), errors.As(err, new(*runner.ConnError)):
 		fmt.Fprintf(e.stderr, "%s: %v\n", name, err)
 		return ExitUsage
 	case errors.Is(err, errUsage):

@@ -626,3 +626,27 @@ func TestSQLOutput(t *testing.T) {
 		t.Errorf("preview after SHOW TABLE STREAMS: %d changes, want 3", len(got))
 	}
 }
+
+// TestConnErrorExitCodes: a connection string sluice cannot use as written
+// (it does not parse, is ambiguous, names an unknown scheme) is a
+// configuration error, exit 2 (README, "Exit codes"); a well-formed one
+// whose server refuses the connection is a failure, exit 1.
+func TestConnErrorExitCodes(t *testing.T) {
+	for _, c := range []struct {
+		conn string
+		code int
+		want string
+	}{
+		{"postgres://u:p#x@127.0.0.1/db", 2, "must be percent-encoded"},
+		{"bogus://x", 2, "unknown connection scheme"},
+		{"postgres://127.0.0.1:badport/db", 2, "invalid port"},
+		{"sqlite:", 2, "missing file path"},
+		{"tablestore://", 2, "bad connection URL"},
+		{"postgres://postgres@127.0.0.1:1/nodb?connect_timeout=5", 1, "connect"},
+	} {
+		r := sluice(t, "sql", "--conn", c.conn, "SELECT 1")
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("sluice sql --conn %q: %v\nwant exit %d with %q", c.conn, r, c.code, c.want)
+		}
+	}
+}

@@ -126,7 +126,7 @@ func printBackfillPlan(w io.Writer, bp *runner.BackfillPlan) error {
 		return err
 	}
 	chunks := (bp.Rows + int64(bp.Chunk) - 1) / int64(bp.Chunk)
-	fmt.Fprintf(w, "backfill: %d rows in the snapshot, in chunks of %d (about %d chunks); hand-off at offset %s\n", bp.Rows, bp.Chunk, max(chunks, 1), offsetText(bp.Offset, time.Time{}))
+	fmt.Fprintf(w, "backfill: %d rows in the snapshot, in chunks of %d (about %s); hand-off at offset %s\n", bp.Rows, bp.Chunk, plural(max(chunks, 1), "chunk"), offsetText(bp.Offset, time.Time{}))
 	if bp.Resume {
 		fmt.Fprintf(w, "backfill: resumes an incomplete backfill: %d rows copied, last key %v\n", bp.Copied, bp.LastKey)
 	}
@@ -153,8 +153,8 @@ func printBackfillResult(w io.Writer, res *runner.BackfillResult) {
 	case res.Restarted:
 		how = " (restarted)"
 	}
-	fmt.Fprintf(w, "%s: backfilled %d rows in %d chunks in %.2fs (%.0f rows/s); wrote %s; hand-off offset %s%s\n",
-		res.Job, res.Rows, res.Chunks, secs, rate, counts(res.Written), offsetText(res.HandOff, res.End), how)
+	fmt.Fprintf(w, "%s: backfilled %d rows in %s in %.2fs (%.0f rows/s); wrote %s; hand-off offset %s%s\n",
+		res.Job, res.Rows, plural(int64(res.Chunks), "chunk"), secs, rate, counts(res.Written), offsetText(res.HandOff, res.End), how)
 }
 
 // progress shows a backfill's progress: a bar when stderr is a terminal,

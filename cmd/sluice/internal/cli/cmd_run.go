@@ -115,7 +115,7 @@ func cmdRun(ctx context.Context, e *env, fl runFlags, paths []string) error {
 				fmt.Fprintf(e.stderr, "%s: committed, but the run history did not record it: %v\n", f.job.Name, err)
 				failed++
 			}
-		case res.Skipped != "" || total(res.Stats.Read) > 0:
+		case res.Skipped != "" || total(res.Stats.Read) > 0 || !res.From.Equal(res.To):
 			if err := recordRun(ctx, e, r, fl.state, res); err != nil {
 				fmt.Fprintf(e.stderr, "%s: warning: committed, but the run history did not record it: %v\n", f.job.Name, err)
 			}
@@ -196,12 +196,13 @@ func total(counts map[cdc.Op]int64) int64 {
 	return n
 }
 
-// recordRun stores a run that read changes (or was skipped) in the run
-// history at state ("" → the default connection), as serve records its
-// runs, so that status and history show it: only in a history database
-// that exists — a SQLite file is not created for it — and is a SQLite or
-// PostgreSQL one; otherwise it does nothing. A run that found nothing
-// pending is not recorded, as under serve.
+// recordRun stores a run that read changes or moved its offset (or was
+// skipped) in the run history at state ("" → the default connection), as
+// serve records its runs, so that status and history show it: only in a
+// history database that exists — a SQLite file is not created for it —
+// and is a SQLite or PostgreSQL one; otherwise it does nothing. A run
+// that found nothing pending (nothing read, offset unchanged) is not
+// recorded, as under serve.
 func recordRun(ctx context.Context, e *env, r *runner.Runner, state string, res *runner.Result) error {
 	url, err := r.Resolve(state)
 	if err != nil {

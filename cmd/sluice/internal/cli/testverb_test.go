@@ -85,3 +85,32 @@ func TestRunRecordsHistory(t *testing.T) {
 		t.Errorf("history error cell %q, want empty (row %q)", got, last)
 	}
 }
+
+// TestRunRecordsNetZero: a `sluice run` that reads nothing but moves its
+// offset (an insert and a delete of one key cancel out in a STANDARD
+// stream) is recorded in the history, as serve records it; a run that
+// found nothing pending (offset unchanged) is not (README, history).
+func TestRunRecordsNetZero(t *testing.T) {
+	d := seededDB(t)
+	job := writeFile(t, d.dir, "nz.yaml", "name: nz\nsource: orders_stream\nsink: {table: nz_copy, mode: merge, keys: [id]}\n")
+	mustSluice(t, "run", "--conn", d.conn, job) // consumes the seeded changes
+	history := func() int {
+		var h struct {
+			Runs []json.RawMessage `json:"runs"`
+		}
+		if err := json.Unmarshal([]byte(mustSluice(t, "history", "--state", d.conn, "--format", "json", "nz").stdout), &h); err != nil {
+			t.Fatal(err)
+		}
+		return len(h.Runs)
+	}
+	before := history()
+	mustSluice(t, "run", "--conn", d.conn, job) // nothing pending
+	if n := history(); n != before {
+		t.Errorf("a run that found nothing pending was recorded: %d runs, want %d", n, before)
+	}
+	mustSluice(t, "sql", "--conn", d.conn, "INSERT INTO orders VALUES (77, 'Zed', 1.00, 'new'); DELETE FROM orders WHERE id = 77")
+	mustSluice(t, "run", "--conn", d.conn, job)
+	if n := history(); n != before+1 {
+		t.Errorf("a run that read nothing but moved its offset: %d runs in the history, want %d", n, before+1)
+	}
+}
