@@ -86,6 +86,7 @@ func (p *Plan) begin(ctx context.Context, job string, lazy bool) (runner.SinkTx,
 		}
 	}
 	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = "+level); err != nil {
+		sqlitex.DiscardIfCannotWrite(conn, err)
 		conn.Close()
 		return nil, fmt.Errorf("sqlite sink: PRAGMA synchronous = %s: %w", level, err)
 	}
@@ -99,6 +100,12 @@ func (p *Plan) begin(ctx context.Context, job string, lazy bool) (runner.SinkTx,
 	}
 	if err != nil {
 		conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		// BEGIN IMMEDIATE succeeds on a connection that opened the file
+		// read-only; the first write fails (SQLITE_READONLY): drop the
+		// connection, so the next try opens the file again instead of
+		// failing the same way until ConnMaxLifetime after the file is
+		// writable again.
+		sqlitex.DiscardIfCannotWrite(conn, err)
 		conn.Close()
 		return nil, err
 	}
