@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -162,6 +163,10 @@ INSERT INTO t VALUES (1, 'x');`); !strings.HasPrefix(out, "exit 0") {
 	srv := &proc{stdout: &syncBuf{}, stderr: &syncBuf{}, done: make(chan struct{})}
 	srv.cmd = exec.Command(argv[0], argv[1:]...)
 	srv.cmd.Stdout, srv.cmd.Stderr = srv.stdout, srv.stderr
+	// A process group of its own: killing runuser alone would leave serve
+	// running, holding the output pipes that Wait waits for.
+	srv.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	srv.cmd.WaitDelay = 10 * time.Second
 	if err := srv.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +176,7 @@ INSERT INTO t VALUES (1, 'x');`); !strings.HasPrefix(out, "exit 0") {
 		close(srv.done)
 	}()
 	t.Cleanup(func() {
-		_ = srv.cmd.Process.Kill()
+		_ = syscall.Kill(-srv.cmd.Process.Pid, syscall.SIGKILL)
 		<-srv.done
 	})
 
