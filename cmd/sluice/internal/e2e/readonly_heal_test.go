@@ -227,6 +227,12 @@ INSERT INTO t VALUES (1, 'x');`); !strings.HasPrefix(out, "exit 0") {
 	}
 	chmod(0o644)
 	rec := until("recovery", 180*time.Second, func() bool { return copied() == 1 })
+	// The retry after the chmod comes within serve's backoff (1 s doubling;
+	// a few seconds after 3 s of failures); a read-only connection left in
+	// the pool would fail it until its one-minute lifetime (78 s measured).
+	if rec > 30*time.Second {
+		t.Errorf("recovered %v after chmod back, want within serve's backoff (< 30 s)", rec.Round(time.Millisecond))
+	}
 	until("healthy", 30*time.Second, func() bool { return status().Health == "ok" })
 	if got := offset(); got == start {
 		t.Errorf("the offset did not move after recovery: %s", got)
