@@ -129,9 +129,7 @@ type pushPlan struct {
 	opt      sinksqlite.ApplyOptions
 	steps    []plan.Step
 	// stepped: the plan may commit a run in steps (steppable); hold is
-	// how long a step aims to hold the write lock while other connections
-	// write the file, and up to maxHoldFactor times that while none does
-	// (adaptiveHold).
+	// how long a step aims to hold the write lock.
 	stepped bool
 	hold    time.Duration
 	sizes   stepSizes
@@ -145,38 +143,6 @@ type pushPlan struct {
 type stepSizes struct{ first, min, max int64 }
 
 var defaultStepSizes = stepSizes{first: 2000, min: 500, max: 1 << 20}
-
-// maxHoldFactor bounds how far adaptiveHold grows a step's hold: at most
-// maxHoldFactor × --commit-step (1 s at the default 100 ms).
-const maxHoldFactor = 10
-
-// adaptiveHold returns the hold time the next step aims at, given the
-// current one (cur), the base (--commit-step) and whether another
-// connection committed to the file since the previous step's commit
-// (PRAGMA data_version moved; SQLite has one writer, so that can only have
-// happened between two steps). Another writer seen: back to base, so an
-// application writing the file waits about base at most. None seen: the
-// hold doubles, up to maxHoldFactor × base, because each step costs the
-// run a merge of every key changed in its slice and a rewrite of the
-// target pages it touches; fewer, larger steps approach the speed of one
-// transaction. A writer that starts after a quiet spell may wait up to
-// the grown hold once (1 s at the default), after which steps are back
-// to base.
-func adaptiveHold(cur, base time.Duration, otherWriter bool) time.Duration {
-	if otherWriter || base <= 0 {
-		return base
-	}
-	return min(2*cur, maxHoldFactor*base)
-}
-
-// dataVersion returns PRAGMA data_version of conn: a number that changes
-// when another connection commits to the database (never for conn's own
-// commits; https://www.sqlite.org/pragma.html#pragma_data_version).
-func dataVersion(ctx context.Context, conn *sql.Conn) (int64, error) {
-	var v int64
-	err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
-	return v, err
-}
 
 // steppable reports whether applying the net changes of (a, b] and then of
 // (b, c] gives the target that applying those of (a, c] gives, so that a
@@ -233,7 +199,7 @@ func (pp *pushPlan) Steps() []plan.Step {
 	if first == 0 {
 		first = defaultStepSizes.first
 	}
-	out := []plan.Step{{Where: "source", What: fmt.Sprintf("commit in steps of about %s of write lock each while another connection writes the file, growing to %s while none does (sluice run --commit-step): every step below is one transaction over the next slice of the change log (at most %d rows first, then sized to the time; the stream's initial rows in one); from the second step on, the slice's net changes are read before BEGIN IMMEDIATE, outside the write lock, and the offset and checkpoint move to the slice's end with its rows", pp.hold, maxHoldFactor*pp.hold, first)}}
+	out := []plan.Step{{Where: "source", What: fmt.Sprintf("commit in steps of about %s of write lock each (sluice run --commit-step): every step below is one transaction over the next slice of the change log (at most %d rows first, then sized to the time; the stream's initial rows in one); from the second step on, the slice's net changes are read before BEGIN IMMEDIATE, outside the write lock, and the offset and checkpoint move to the slice's end with its rows", pp.hold, first)}}
 	return append(out, pp.steps...)
 }
 
@@ -296,8 +262,6 @@ func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 	var first cdc.Offset
 	var pre *preRead
 	var last int64 // the run's read point, fixed by the first step
-	hold := pp.hold
-	var dv int64 // data_version after the previous step's commit
 	for i := 0; ; i++ {
 		t0 := time.Now()
 		r, err := pp.runStep(ctx, conn, job, pre, last, rows)
@@ -322,18 +286,9 @@ func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 			}
 		}
 		last = r.last
-		// size the next step to the hold time aimed at: the base while
-		// another connection writes the file, more while none does
-		v, err := dataVersion(ctx, conn)
-		if err != nil {
-			return total, first, r.to, err
-		}
-		if i > 0 {
-			hold = adaptiveHold(hold, pp.hold, v != dv)
-		}
-		dv = v
+		// size the next step to the hold time aimed at
 		if held > 0 {
-			rows = int64(float64(rows) * float64(hold) / float64(held))
+			rows = int64(float64(rows) * float64(pp.hold) / float64(held))
 		}
 		rows = min(max(rows, pp.sizes.min), pp.sizes.max)
 		// Read the next slice before taking the write lock: the log rows
@@ -345,7 +300,7 @@ func (pp *pushPlan) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 		}
 		tc := time.Since(t1)
 		pre, err = pp.preRead(ctx, conn, r.info, r.to, min(lp.seq+rows, last))
-		b.log.Debug("pushdown read ahead", "job", job, "rows", rows, "held", held, "next_hold", hold, "took", time.Since(t1), "checkpoint", tc)
+		b.log.Debug("pushdown read ahead", "job", job, "rows", rows, "held", held, "took", time.Since(t1), "checkpoint", tc)
 		if err != nil {
 			return total, first, r.to, fmt.Errorf("pushdown %s: read ahead of step %d: %w", job, i+2, err)
 		}
