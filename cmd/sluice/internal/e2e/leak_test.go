@@ -71,11 +71,18 @@ func conns(t *testing.T, base, pw string) map[string]string {
 	enc := *u
 	enc.User = url.UserPassword(user, pw)
 	q := strings.ReplaceAll(strings.ReplaceAll(pw, `\`, `\\`), `'`, `\'`)
+	// base may come without a query (SLUICE_TEST_PG=postgres://…/postgres):
+	// the password parameter then starts the query, else it would be read
+	// as part of the database name, which no redaction masks
+	sep := "&"
+	if u.RawQuery == "" {
+		sep = "?"
+	}
 	return map[string]string{
 		"encoded": enc.String(),
 		"raw":     "postgres://" + user + ":" + pw + "@" + u.Host + u.Path + "?" + u.RawQuery,
 		"dsn":     fmt.Sprintf("host=%s port=%s dbname=%s user=%s password='%s' sslmode=disable", host, port, db, user, q),
-		"query":   base + "&password=" + url.QueryEscape(pw),
+		"query":   base + sep + "password=" + url.QueryEscape(pw),
 	}
 }
 
