@@ -124,7 +124,7 @@ func OpenStore(ctx context.Context, url string, opt StoreOptions) (Store, error)
 	case "postgres", "postgresql":
 		return OpenPGStore(ctx, url, opt)
 	}
-	return nil, fmt.Errorf("%w: %s (want sqlite: or postgres://)", ErrUnknownHistory, redact.Conn(url))
+	return nil, &runner.ConnError{Err: fmt.Errorf("%w: %s (want sqlite: or postgres://)", ErrUnknownHistory, redact.Conn(url))}
 }
 
 // opColumns are the per-change-type count columns of the history tables,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluicedata/sluice/runner"
 	"log/slog"
 	"strings"
 	"time"
@@ -53,11 +54,13 @@ type PGStore struct {
 // quote it in its error. Errors hold neither url nor its secrets.
 func OpenPGStore(ctx context.Context, url string, opt StoreOptions) (*PGStore, error) {
 	if hint := redact.Ambiguous(url); hint != "" {
-		return nil, fmt.Errorf("open run history %s: %s", redact.Conn(url), hint)
+		return nil, &runner.ConnError{Err: fmt.Errorf("open run history %s: %s", redact.Conn(url), hint)}
 	}
+	// pgxpool.New parses the URL and connects lazily: an error here is the
+	// URL's, a usage error (runner.ConnError, exit 2), as for a source's
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
-		return nil, fmt.Errorf("open run history %s: %w", redact.Conn(url), redact.Error(err, url))
+		return nil, &runner.ConnError{Err: fmt.Errorf("open run history %s: %w", redact.Conn(url), redact.Error(err, url))}
 	}
 	s, err := NewPGStore(ctx, pool, opt)
 	if err != nil {

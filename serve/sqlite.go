@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sluicedata/sluice/runner"
 	"log/slog"
 	"os"
 	"strings"
@@ -49,7 +50,7 @@ type SQLiteStore struct {
 func OpenSQLiteStore(ctx context.Context, url string, opt StoreOptions) (*SQLiteStore, error) {
 	loc, err := sqlitex.ParseURL(url)
 	if err != nil {
-		return nil, err
+		return nil, &runner.ConnError{Err: err}
 	}
 	if opt.MustExist {
 		if err := loc.MustExist(); err != nil {

@@ -500,6 +500,11 @@ func Ambiguous(conn string) string {
 	}
 	info := rest[:at]
 	u, err := url.Parse(c)
+	if err != nil && !strings.ContainsAny(info, " \"#%/<>?@[\\]^`{|}") {
+		if _, perr := url.Parse(m[0] + "//x@" + rest[at+1:]); perr != nil {
+			return "" // the user info is plain: the error is past it (a bad port…), and the parser's own error says so
+		}
+	}
 	_, pass, _ := strings.Cut(info, ":")
 	if err == nil && u.User != nil {
 		got, _ := u.User.Password()

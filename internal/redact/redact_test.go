@@ -112,6 +112,8 @@ func TestAmbiguous(t *testing.T) {
 		{"postgres://app:a b@host/db", true},
 		{"postgres://app:a%zz@host/db", true},
 		{"postgres://host/db", false},
+		{"postgres://app:plain@host:54x2/db", false}, // a bad port is the parser's error to tell, not the user info's
+		{"postgres://app:a#b@host:54x2/db", true},
 		{"host=h password=x", false},
 	} {
 		if got := Ambiguous(c.in) != ""; got != c.amb {

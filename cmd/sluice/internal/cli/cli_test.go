@@ -649,4 +649,18 @@ func TestConnErrorExitCodes(t *testing.T) {
 			t.Errorf("sluice sql --conn %q: %v\nwant exit %d with %q", c.conn, r, c.code, c.want)
 		}
 	}
+	// the state database's URL (history, status, serve --state) is a
+	// usage error the same way; a bad port is named as such, not blamed on
+	// the user info
+	for _, c := range []struct{ conn, want string }{
+		{"postgres://u:p#x@127.0.0.1/db", "must be percent-encoded"},
+		{"postgres://u:plain@127.0.0.1:54x2/db", "invalid port"},
+		{"bogus://x", "want sqlite: or postgres://"},
+		{"sqlite:", "missing file path"},
+	} {
+		r := sluice(t, "history", "--state", c.conn)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "user info") != strings.Contains(c.want, "percent") {
+			t.Errorf("sluice history --state %q: %v\nwant exit 2 with %q", c.conn, r, c.want)
+		}
+	}
 }
