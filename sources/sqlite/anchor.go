@@ -64,6 +64,18 @@ func validAnchor(s string) bool {
 	return true
 }
 
+// readPointFrom is the read point seq of a read from f: f itself when the
+// read found no change after it (seq is f's, past the initial rows), so
+// that an empty read hands back the offset it was given, anchor and all
+// (its log row is usually purged by then, and a bare "<seq>" would read as
+// a moved offset: the run history records moved offsets); else anchored.
+func readPointFrom(ctx context.Context, q sqlitex.Querier, s *runner.StreamInfo, f position, seq int64) (position, error) {
+	if seq == f.seq && !f.initial {
+		return f, nil
+	}
+	return anchored(ctx, q, s, seq)
+}
+
 // anchored is the read point seq of s's change log with its anchor.
 func anchored(ctx context.Context, q sqlitex.Querier, s *runner.StreamInfo, seq int64) (position, error) {
 	a, err := anchorAt(ctx, q, logTable(s.Table), seq)

@@ -443,7 +443,12 @@ func (pp *pushPlan) run(ctx context.Context, conn *sql.Conn, job string, pre *pr
 	if pp.stepped && ferr == nil && !fp.initial {
 		toSeq = max(fp.seq, min(last, fp.seq+rows))
 	}
-	tp, err := anchored(ctx, conn, info, toSeq)
+	var tp position
+	if ferr == nil {
+		tp, err = readPointFrom(ctx, conn, info, fp, toSeq)
+	} else {
+		tp, err = anchored(ctx, conn, info, toSeq)
+	}
 	if err != nil {
 		return fail(err)
 	}

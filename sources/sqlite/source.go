@@ -183,7 +183,7 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 	if err := checkAnchor(ctx, tx, s, from, f); err != nil {
 		return nil, err
 	}
-	rp, err := anchored(ctx, tx, s, to)
+	rp, err := readPointFrom(ctx, tx, s, f, to)
 	if err != nil {
 		return nil, err
 	}
