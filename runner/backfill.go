@@ -92,7 +92,7 @@ type BackfillPlan struct {
 // must not start from such a checkpoint.
 func BackfillInProgress(cp Checkpoint) error {
 	if _, ok := cp.Offset.Get(BackfillPartition); ok {
-		return fmt.Errorf("job %s: %w: finish it with `sluice backfill %s` (or start over with --restart) before running the job", cp.Job, ErrBackfillInProgress, cp.Job)
+		return fmt.Errorf("job %s: %w: finish it with `sluice backfill JOBFILE` (the job file of %s; or start over with --restart) before running the job", cp.Job, ErrBackfillInProgress, cp.Job)
 	}
 	return nil
 }
@@ -231,20 +231,20 @@ func (b *backfill) load(ctx context.Context) error {
 		}
 		if b.opt.Restart || old.StreamID != b.info.ID {
 			if !b.opt.Restart {
-				return fmt.Errorf("%w: it was started on an earlier incarnation of stream %s; start over with `sluice backfill --restart %s`", ErrBackfillResume, b.info.Name, b.job)
+				return fmt.Errorf("%w: it was started on an earlier incarnation of stream %s; start over with `sluice backfill --restart JOBFILE` (the job file of %s)", ErrBackfillResume, b.info.Name, b.job)
 			}
 			if exists && !old.CreatedTarget && b.prep.Plan.Sink.Mode != plan.ModeOverwrite {
-				return fmt.Errorf("%w: target %s existed before the backfill, so sluice cannot tell the %d rows it copied from the others; delete them (or drop the target) yourself, then run `sluice backfill --restart %s` again", ErrBackfillRestart, st.Table, old.Rows, b.job)
+				return fmt.Errorf("%w: target %s existed before the backfill, so sluice cannot tell the %d rows it copied from the others; delete them (or drop the target) yourself, then run `sluice backfill --restart JOBFILE` (the job file of %s) again", ErrBackfillRestart, st.Table, old.Rows, b.job)
 			}
 			b.restart, b.wipe = true, exists
 			b.state = b.fresh(old.CreatedTarget || !exists)
 			return nil
 		}
 		if !exists {
-			return fmt.Errorf("%w: target %s no longer exists, so the %d rows copied before the interruption are gone; start over with `sluice backfill --restart %s`", ErrBackfillResume, st.Table, old.Rows, b.job)
+			return fmt.Errorf("%w: target %s no longer exists, so the %d rows copied before the interruption are gone; start over with `sluice backfill --restart JOBFILE` (the job file of %s)", ErrBackfillResume, st.Table, old.Rows, b.job)
 		}
 		if !b.merge {
-			return fmt.Errorf("%w: %d rows were copied before the interruption; continuing from a new snapshot would fold the changes made since into the remaining rows of an append-style target (mode %s) instead of appending them as change rows. Start over with `sluice backfill --restart %s` (deletes the partial copy when the backfill created target %s)", ErrBackfillResume, old.Rows, b.prep.Plan.Sink.Mode, b.job, st.Table)
+			return fmt.Errorf("%w: %d rows were copied before the interruption; continuing from a new snapshot would fold the changes made since into the remaining rows of an append-style target (mode %s) instead of appending them as change rows. Start over with `sluice backfill --restart JOBFILE` (the job file of %s) (deletes the partial copy when the backfill created target %s)", ErrBackfillResume, old.Rows, b.prep.Plan.Sink.Mode, b.job, st.Table)
 		}
 		b.state, b.resume = &old, true
 		if b.from, err = cdc.DecodeOffset(old.Snapshot); err != nil {

@@ -251,7 +251,7 @@ func TestBackfillAppendResumeRefused(t *testing.T) {
 	j := e.job("j.yaml", "source: items_s\nsink: {table: log, mode: append, connection: "+sink+"}\n")
 	e.interrupt(j, 2)
 	_, err := e.backfill(t.Context(), j, runner.BackfillOptions{Chunk: 4})
-	if !errors.Is(err, runner.ErrBackfillResume) || !strings.Contains(err.Error(), "sluice backfill --restart j") {
+	if !errors.Is(err, runner.ErrBackfillResume) || !strings.Contains(err.Error(), "sluice backfill --restart JOBFILE` (the job file of j)") {
 		t.Fatalf("resume into an append target: err = %v, want ErrBackfillResume naming --restart", err)
 	}
 	e.sql("", "INSERT INTO items VALUES (31, 'n31', 1.00)")

@@ -30,11 +30,11 @@ type StreamReplacedError struct {
 func (e *StreamReplacedError) Error() string {
 	return fmt.Sprintf("%v: the checkpoint of job %s in its sink (written %s at %s) belongs to stream %s with id %s, but stream %s now has id %s — "+
 		"it was dropped and created again, replaced (CREATE OR REPLACE TABLE STREAM) or restored from another database since; "+
-		"the changes between the two cannot be known, so nothing was read or written. Either copy the table again: `sluice backfill %s` "+
+		"the changes between the two cannot be known, so nothing was read or written. Either copy the table again: `sluice backfill JOBFILE` (the job file of %s) "+
 		"(a merge target keeps rows deleted meanwhile: drop it first for an exact copy), or accept the new stream's offset and lose the changes "+
-		"made in between: `sluice run --accept-new-stream %s` (recorded in the run history)",
+		"made in between: `sluice run --accept-new-stream JOBFILE` (recorded in the run history)",
 		ErrStreamReplaced, e.Job, e.Checkpoint.Updated.UTC().Format(time.RFC3339), e.Checkpoint.Offset, e.Checkpoint.Stream, e.Checkpoint.StreamID,
-		e.Stream, e.StreamID, e.Job, e.Job)
+		e.Stream, e.StreamID, e.Job)
 }
 
 func (e *StreamReplacedError) Unwrap() error { return ErrStreamReplaced }
@@ -78,7 +78,7 @@ func Start(ctx context.Context, job string, cp Checkpoint, ok bool, info *Stream
 		return cp.Offset, "", nil
 	}
 	if _, backfill := cp.Offset.Get(BackfillPartition); backfill {
-		return cdc.Offset{}, "", fmt.Errorf("%w: a backfill of job %s was started on an earlier incarnation of stream %s; start over with `sluice backfill --restart %s`",
+		return cdc.Offset{}, "", fmt.Errorf("%w: a backfill of job %s was started on an earlier incarnation of stream %s; start over with `sluice backfill --restart JOBFILE` (the job file of %s)",
 			ErrBackfillResume, job, info.Name, job)
 	}
 	if !AcceptsNewStream(ctx) {
