@@ -169,7 +169,7 @@ func TestRunReplacedStream(t *testing.T) {
 				t.Fatalf("run after the stream was replaced: exit %d, want 1\n%v", r.code, r)
 			}
 			for _, want := range []string{"items_copy: FAILED (offset not moved)", "belongs to stream items_s with id", "dropped and created again, replaced",
-				"`sluice backfill items_copy`", "`sluice run --accept-new-stream items_copy`"} {
+				"`sluice backfill JOBFILE` (the job file of items_copy)", "`sluice run --accept-new-stream JOBFILE`"} {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 				}
