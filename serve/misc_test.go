@@ -219,11 +219,16 @@ func TestStatusOf(t *testing.T) {
 	_, _ = hist.Record(ctx, &Run{Job: "b", Status: StatusFailed, Error: "no such table", End: now})
 	_, _ = hist.Record(ctx, &Run{Job: "e", Status: StatusFailed, Error: "no such table", End: now})
 	_, _ = hist.Record(ctx, &Run{Job: "f", Status: StatusTransient, Error: "connection refused", End: now, RetryAt: now.Add(8 * time.Second)})
+	_, _ = hist.Record(ctx, &Run{Job: "g", Status: StatusCommitted, Start: now.Add(-time.Hour), End: now.Add(-time.Hour)})
+	_, _ = hist.Record(ctx, &Run{Job: "h", Status: StatusCommitted, Start: now.Add(-time.Hour), End: now.Add(-time.Hour)})
 	jobs := []*plan.Job{testJob("a", "0 * * * *"), testJob("b", "continuous"), testJob("c", "nonsense"), testJob("d", ""),
-		testJob("e", "0 * * * *"), testJob("f", "0 * * * *")}
+		testJob("e", "0 * * * *"), testJob("f", "0 * * * *"), testJob("g", "0 * * * *"), testJob("h", "0 * * * *")}
 	lag := func(ctx context.Context, j *plan.Job) (Lag, error) {
-		if j.Name == "d" {
-			return Lag{}, errors.New("no stream")
+		switch j.Name {
+		case "d", "g": // the stream is gone: the next run fails too
+			return Lag{}, fmt.Errorf("read pending: %w", runner.ErrNoStream)
+		case "h": // the source is down for now: the last run's health stands
+			return Lag{}, fmt.Errorf("read pending: %w", syscall.ECONNREFUSED)
 		}
 		return Lag{Changes: 3, Age: time.Minute}, nil
 	}
@@ -241,9 +246,11 @@ func TestStatusOf(t *testing.T) {
 		"a": {HealthOK, "11:00", 3, ""},
 		"b": {HealthStopped, "", 3, ""},
 		"c": {HealthBroken, "", 3, ""},
-		"d": {HealthNeverRun, "", -1, ""},
+		"d": {HealthFailing, "", -1, ""},
 		"e": {HealthStopped, "", 3, ""}, // stopped: no next fire, although its schedule has one
 		"f": {HealthRetrying, "11:00", 3, "10:30:08"},
+		"g": {HealthFailing, "11:00", -1, ""},
+		"h": {HealthOK, "11:00", -1, ""},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d statuses, want %d", len(got), len(want))
@@ -263,6 +270,9 @@ func TestStatusOf(t *testing.T) {
 		}
 		if st.Health != w.health || next != w.next || lagN != w.lag || nextTry != w.nextTry {
 			t.Errorf("%s: health %q next %q lag %d next try %q; want %+v", st.Job, st.Health, next, lagN, nextTry, w)
+		}
+		if healthy := w.health == HealthOK || w.health == HealthNeverRun || w.health == HealthRetrying; st.Healthy != healthy {
+			t.Errorf("%s: healthy %v, want %v (health %s)", st.Job, st.Healthy, healthy, st.Health)
 		}
 	}
 	b, err := json.Marshal(got[0])

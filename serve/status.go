@@ -19,6 +19,7 @@ const (
 	HealthRetrying = "retrying"  // transient failures, retried (JobStatus.NextTry); unhealthy from Config.UnhealthyAfter on
 	HealthStopped  = "stopped"   // stopped by a permanent failure
 	HealthBroken   = "invalid"   // the job's schedule does not parse (StatusOf)
+	HealthFailing  = "failing"   // its pending changes cannot be read for a reason retrying does not fix (StatusOf): its next run fails
 )
 
 // JobStatus is one job's line in `sluice status` and /healthz.
@@ -114,7 +115,10 @@ func (s *Server) Status(ctx context.Context) []JobStatus {
 // → ok, transient → retrying (NextTry: the retry time it recorded),
 // failed → stopped (no next fire: a stopped job does not fire until it is
 // reloaded). It returns the history's error if it cannot be read; lag
-// errors go into LagError.
+// errors go into LagError, and one that retrying does not fix (not
+// IsTransient: the stream or its table is gone, the job names a column
+// the table does not have) makes an ok or never-run job "failing" and
+// unhealthy, since its next run fails the same way.
 func StatusOf(ctx context.Context, jobs []*plan.Job, hist History, lag LagFunc, now time.Time) ([]JobStatus, error) {
 	out := make([]JobStatus, 0, len(jobs))
 	for _, j := range jobs {
@@ -160,6 +164,9 @@ func StatusOf(ctx context.Context, jobs []*plan.Job, hist History, lag LagFunc, 
 		if lag != nil {
 			if l, err := lag(ctx, j); err != nil {
 				js.LagError = err.Error()
+				if !IsTransient(err) && (js.Health == HealthOK || js.Health == HealthNeverRun) {
+					js.Health, js.Healthy = HealthFailing, false
+				}
 			} else {
 				js.Lag = &l
 			}
