@@ -87,7 +87,7 @@ func NewPGStore(ctx context.Context, pool *pgxpool.Pool, opt StoreOptions) (*PGS
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("create sluice history table: %w", err)
+		return nil, err // a failed connect says what it tried
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	// Serialize concurrent first starts: CREATE … IF NOT EXISTS races.

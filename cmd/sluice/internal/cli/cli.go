@@ -92,6 +92,7 @@ const defaultLevelKey = "sluice-default-log-level"
 // Main runs the command line args (without the program name) and returns
 // the process exit code (ExitOK, ExitFailed or ExitUsage).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	stderr = dedupLines{stderr}
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, lookup: os.LookupEnv}
 	e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	root := newRoot(e)
