@@ -70,17 +70,9 @@ func shapeCheck(attrs []attribute) string {
 		arr(names, "name"), arr(oids, "oid"), arr(mods, "int4"), len(attrs))
 }
 
-// trackingDDL returns the statements that create (or update) the log
-// table and capture function of t (the triggers that call the function
-// are setCapture's: they exist only while a stream is on the table).
-// attrs are the table's live columns (tableAttributes), which must be
-// t.Table.Columns.
-func trackingDDL(t *Tracked, attrs []attribute) []string {
-	return append(logDDL(t), captureFuncDDL(t, attrs)...)
-}
-
-// logDDL returns the statements that create the change log of t, or add
-// to it what it lacks (IF NOT EXISTS: each still locks the log).
+// logDDL returns the statements that create the change log of t with its
+// own columns, or add to it those it lacks (IF NOT EXISTS: each still
+// locks the log); the table's columns are addLogColumns'.
 func logDDL(t *Tracked) []string {
 	log := t.LogRef()
 	out := []string{
@@ -101,9 +93,6 @@ func logDDL(t *Tracked) []string {
 		// earlier sluice.
 		fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS __extra json, ADD COLUMN IF NOT EXISTS __attnums pg_catalog.int2[], ADD COLUMN IF NOT EXISTS __attnames pg_catalog.text[]`, log),
 		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid) WHERE __extra IS NOT NULL`, sinkpg.Quote(objectName("", t.Log+"_extra")), log),
-	}
-	for _, c := range t.Table.Columns {
-		out = append(out, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s`, log, sinkpg.Quote(c.Name), c.PGType))
 	}
 	return out
 }
@@ -173,7 +162,10 @@ func captureFuncDDL(t *Tracked, attrs []attribute) []string {
 	// delivered at commit, once per channel and transaction however many
 	// statements sent them. use_column: a table column named like the
 	// variable stays a column (so a variable next to the table's columns
-	// is qualified by the block's label: sluice_capture.an, .ak).
+	// is qualified by the block's label: sluice_capture.an, .ak). The JSON path
+	// writes to_json(r.*), not to_json(r): a table column named r would
+	// be taken for the row (a column name wins over a table alias) and
+	// logged alone.
 	//
 	// The function has no SET search_path: a function with SET clauses
 	// saves and restores the settings on every call, which cost a one-row
@@ -218,11 +210,11 @@ BEGIN
 		SELECT pg_catalog.array_agg(a.attnum ORDER BY a.attnum), pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) INTO an, ak
 			FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) TG_RELID AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
 		IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
-			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'I', pg_catalog.to_json(r), sluice_capture.an, sluice_capture.ak FROM sluice_new r;
+			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'I', pg_catalog.to_json(r.*), sluice_capture.an, sluice_capture.ak FROM sluice_new r;
 		ELSIF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
-			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'B'::pg_catalog."char", pg_catalog.to_json(r), sluice_capture.an, sluice_capture.ak FROM sluice_old r UNION ALL SELECT 'A'::pg_catalog."char", pg_catalog.to_json(r), sluice_capture.an, sluice_capture.ak FROM sluice_new r;
+			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'B'::pg_catalog."char", pg_catalog.to_json(r.*), sluice_capture.an, sluice_capture.ak FROM sluice_old r UNION ALL SELECT 'A'::pg_catalog."char", pg_catalog.to_json(r.*), sluice_capture.an, sluice_capture.ak FROM sluice_new r;
 		ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
-			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r), sluice_capture.an, sluice_capture.ak FROM sluice_old r;
+			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r.*), sluice_capture.an, sluice_capture.ak FROM sluice_old r;
 		ELSIF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
 			EXECUTE %[9]s OPERATOR(pg_catalog.||) TG_RELID::pg_catalog.regclass::pg_catalog.text OPERATOR(pg_catalog.||) ' r' USING an, ak;
 		END IF;
@@ -239,7 +231,7 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END
-$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Key)), update, notifyGate(NotifyChannel(t.Key)), shapeCheck(attrs), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r), $1, $2 FROM `, log))),
+$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Key)), update, notifyGate(NotifyChannel(t.Key)), shapeCheck(attrs), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r.*), $1, $2 FROM `, log))),
 		fmt.Sprintf(`REVOKE ALL ON FUNCTION %s() FROM PUBLIC`, fn)}
 	return out
 }

@@ -139,7 +139,9 @@ func followColumns(ctx context.Context, tx pgx.Tx, t *Tracked, attrs []attribute
 // table's. Each JSON value goes to the column of its attnum (__attnums,
 // logged with it, and __attnames, the names the values have in the
 // JSON): renamed since → its new name, dropped since → left out, a column
-// added since (another attnum, whatever its name) → NULL.
+// added since (another attnum, whatever its name) → the value the source
+// row holds for it now (its missing value, else re-read from the table by
+// key: addcolumn.go).
 // json_populate_record then converts each value with its column type's
 // input function. The rows are taken in groups of one shape (attnums and
 // names); a group whose names are the log's columns (the common case: a
@@ -186,13 +188,28 @@ func migrateExtra(ctx context.Context, tx pgx.Tx, t *Tracked, names []string) er
 	if legacy > 0 {
 		return legacyExtraError(t, legacy, keys)
 	}
-	set := func(src, where string, args ...any) error {
+	fill, err := newAddedFill(ctx, tx, t)
+	if err != nil {
+		return wrap(err)
+	}
+	// set moves the rows where selects, their JSON src populating the
+	// record r, into the typed columns; vals are the values, by column.
+	set := func(src string, vals []string, where string, args ...any) error {
 		_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %[1]s l SET (%[2]s) = (SELECT %[3]s FROM pg_catalog.json_populate_record(NULL::%[1]s, %[4]s) r),
 				__extra = NULL, __attnums = NULL, __attnames = NULL
 			WHERE l.__extra IS NOT NULL AND %[5]s`, t.LogRef(), strings.Join(cols, ", "), strings.Join(vals, ", "), src, where), args...)
 		return err
 	}
-	if err := set("l.__extra", "l.__attnums IS NULL"); err != nil {
+	// Rows of an earlier sluice: a column whose name the JSON lacks was
+	// added after the row was logged.
+	legacyVals := make([]string, len(vals))
+	for i, c := range t.Table.Columns {
+		legacyVals[i] = vals[i]
+		if v, ok := fill.expr(c.Name, "r"); ok {
+			legacyVals[i] = fmt.Sprintf(`CASE WHEN l.__extra OPERATOR(pg_catalog.->) %s IS NULL THEN %s ELSE %s END`, sqlLiteral(c.Name), v, vals[i])
+		}
+	}
+	if err := set("l.__extra", legacyVals, "l.__attnums IS NULL"); err != nil {
 		return wrap(err)
 	}
 	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT DISTINCT l.__attnums, l.__attnames FROM %s l WHERE l.__extra IS NOT NULL`, t.LogRef()))
@@ -222,21 +239,44 @@ func migrateExtra(ctx context.Context, tx pgx.Tx, t *Tracked, names []string) er
 		// to: the log column of each JSON value ("" none).
 		to := make([]string, len(sh.nums))
 		asIs := true
+		logged := map[string]bool{}
 		for i, n := range sh.nums {
 			if int(n) >= 1 && int(n) <= len(names) {
 				to[i] = names[n-1]
+				logged[to[i]] = true
 			}
 			if to[i] != sh.names[i] && (to[i] != "" || isLive[sh.names[i]]) {
 				asIs = false
 			}
 		}
+		// A column none of the row's values is of was added after the
+		// row was logged: the value the source row holds for it now.
+		shVals := slices.Clone(vals)
+		var unfilled []string
+		for i, c := range t.Table.Columns {
+			if logged[c.Name] {
+				continue
+			}
+			if v, ok := fill.expr(c.Name, "r"); ok {
+				shVals[i] = v
+			} else {
+				unfilled = append(unfilled, c.Name)
+			}
+		}
 		where := "l.__attnums = $1 AND l.__attnames = $2"
+		if len(unfilled) > 0 {
+			var n int64
+			if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s l WHERE l.__extra IS NOT NULL AND %s`, t.LogRef(), where), sh.nums, sh.names).Scan(&n); err != nil {
+				return wrap(err)
+			}
+			return unfillableError(t, unfilled, n)
+		}
 		if asIs {
-			err = set("l.__extra", where, sh.nums, sh.names)
+			err = set("l.__extra", shVals, where, sh.nums, sh.names)
 		} else {
 			err = set(`(SELECT pg_catalog.json_object_agg(m.name, e.value)
 				FROM pg_catalog.json_each(l.__extra) WITH ORDINALITY e(key, value, i)
-				JOIN pg_catalog.unnest($3::pg_catalog.text[]) WITH ORDINALITY m(name, i) ON m.i = e.i WHERE m.name <> '')`, where, sh.nums, sh.names, to)
+				JOIN pg_catalog.unnest($3::pg_catalog.text[]) WITH ORDINALITY m(name, i) ON m.i = e.i WHERE m.name <> '')`, shVals, where, sh.nums, sh.names, to)
 		}
 		if err != nil {
 			return wrap(err)
@@ -444,18 +484,17 @@ func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string) ([]string
 	if !have["__attnames"] {
 		adds = append(adds, "ADD COLUMN __attnames pg_catalog.text[]")
 	}
-	for _, c := range t.Table.Columns {
-		if !have[c.Name] {
-			adds = append(adds, "ADD COLUMN "+sinkpg.Quote(c.Name)+" "+c.PGType)
-		}
-	}
 	if len(adds) > 0 {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s %s`, t.LogRef(), strings.Join(adds, ", "))); err != nil {
 			return nil, err
 		}
 	}
+	added, err := addLogColumns(ctx, tx, t, have)
+	if err != nil {
+		return nil, err
+	}
 	names := attnamesOf(attrs)
-	if !altered && len(adds) == 0 && slices.Equal(names, oldNames) {
+	if !altered && !added && len(adds) == 0 && slices.Equal(names, oldNames) {
 		return names, nil // only rows logged as JSON to move: the function is the columns' already
 	}
 	for _, st := range captureFuncDDL(t, attrs) {

@@ -384,7 +384,23 @@ func (b *Backend) enableIn(ctx context.Context, tx pgx.Tx, table string, firstSt
 			return nil, err
 		}
 	}
-	for _, s := range trackingDDL(t, attrs) {
+	for _, s := range logDDL(t) {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return nil, fmt.Errorf("%w (in: %s)", err, firstLine(s))
+		}
+	}
+	logTab, ok, err := sinkpg.DescribeQualified(ctx, tx, "sluice", t.Log)
+	if err != nil || !ok {
+		return nil, errors.Join(err, errorIf(!ok, fmt.Errorf("%w: change log sluice.%s of %s is missing", ErrTableChanged, sinkpg.Quote(t.Log), sinkpg.Quote(t.Table.Name))))
+	}
+	have := map[string]bool{}
+	for _, c := range logTab.Columns {
+		have[c.Name] = true
+	}
+	if _, err := addLogColumns(ctx, tx, t, have); err != nil {
+		return nil, err
+	}
+	for _, s := range captureFuncDDL(t, attrs) {
 		if _, err := tx.Exec(ctx, s); err != nil {
 			return nil, fmt.Errorf("%w (in: %s)", err, firstLine(s))
 		}

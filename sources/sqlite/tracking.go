@@ -183,6 +183,13 @@ func reinstall(ctx context.Context, tx sqlitex.Querier, c captured, live liveCap
 	var owned map[string]string
 	if strings.Contains(live.insSQL, captureVersion) {
 		owned = capturedNames(live.insSQL)
+		readded, err := readdedColumns(ctx, tx, c, table, owned)
+		if err != nil {
+			return c, err
+		}
+		for _, n := range readded {
+			delete(owned, n)
+		}
 	}
 	if err := install(ctx, tx, table, owned, capture); err != nil {
 		return c, err
