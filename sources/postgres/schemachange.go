@@ -39,7 +39,7 @@ var logOwnColumns = map[string]bool{"__seq": true, "__txid": true, "__op": true,
 //   - a log column whose attnum is dropped now, or that is none of
 //     oldNames (a column dropped before), holds values of a column that
 //     is gone: it is dropped, so that a column added later under its name
-//     starts empty (NULL in the changes logged before it existed);
+//     starts empty and is filled as a new column (addLogColumns);
 //   - a column renamed since (the same attnum under another name) renames
 //     its log column, so the changes logged under the old name are read
 //     under the new one (through temporary names: swapped names do not

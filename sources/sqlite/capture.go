@@ -14,9 +14,9 @@ import (
 // TIMESTAMP storage form with an explicit +00:00 zone.
 const tsExpr = `strftime('%Y-%m-%d %H:%M:%f','now') || '+00:00'`
 
-// absent is the value a trigger records for a column it names but the
-// table no longer has (dropped, not yet re-captured), and the default of
-// new-image log columns added after the log was created: "this change's
+// absent is the default of new-image log columns added after the log
+// was created (a trigger records NULL, not this, for a column it names
+// but the table no longer has: see captureSpec.triggers): "this change's
 // value of the column is not in the log". It is a 15-byte BLOB no
 // application writes by accident.
 const absent = `x'f0736c756963653a616273656e74'`
@@ -82,8 +82,11 @@ type captureSpec struct {
 //
 // where sluice_absent_t has columns a, b and one row of absent markers: a
 // column the table has resolves to the table's (the join column of a
-// NATURAL join is the left table's) and a column it lost resolves to the
-// marker: ALTER TABLE DROP COLUMN finds every reference resolvable and
+// NATURAL join is the left table's) and a column it lost resolves to
+// sluice_absent_t's — NULL, since the join compares every column the two
+// share and the marker row never matches (the marker itself would show
+// only for a table sharing no column with it): ALTER TABLE DROP COLUMN
+// finds every reference resolvable and
 // succeeds, RENAME COLUMN rewrites the references, and writes go on. Only
 // primary-key and UNIQUE columns, which SQLite refuses to drop, are named
 // through NEW/OLD.

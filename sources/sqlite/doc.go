@@ -54,8 +54,8 @@
 //
 // The triggers name no column an application can drop: values are read back
 // from the table by rowid through a NATURAL LEFT JOIN with sluice_absent_<t>,
-// so a column the table lost resolves to the absent marker instead of
-// failing, and ALTER TABLE … DROP / RENAME / ADD COLUMN and the writes after
+// so a column the table lost resolves to sluice_absent_<t>'s (NULL: the
+// join never matches) instead of failing, and ALTER TABLE … DROP / RENAME / ADD COLUMN and the writes after
 // them succeed with sluice not running. Each reference carries a marker
 // comment naming its log column; SQLite rewrites the reference on RENAME
 // COLUMN and keeps the comment. RENAME TABLE moves the triggers with the
@@ -77,7 +77,11 @@
 // table had (every consuming read checks, in its snapshot, that the
 // definition is the recorded one, else ErrSchemaChanged "run again"), so
 // a column missing from a change after the offset did not exist at the
-// offset and its DEFAULT is its value there.
+// offset and its DEFAULT is its value there. A column dropped and added
+// again under its name is such a new column too, also with no run in
+// between, when its position or declaration tells it (readd.go,
+// readdedColumns): its old log columns are moved aside, so no change
+// carries the dropped column's values in it.
 //
 // When the triggers of a table with a stream are gone (DROP TABLE, or the
 // rebuild migration CREATE new_t / INSERT … SELECT / DROP TABLE t / ALTER

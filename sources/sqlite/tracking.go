@@ -411,7 +411,7 @@ func captureOn(ctx context.Context, tx sqlitex.Querier, c captured) (captured, e
 // alignLog makes the log's o_/n_ columns match cols: a column whose values
 // a log column already holds under another name (a RENAME COLUMN) gets it
 // renamed; a log column in the way (of a dropped column whose name came
-// back) is moved aside; a new column gets o_ with the column's DEFAULT
+// back: a sync in between, or readdedColumns) is moved aside; a new column gets o_ with the column's DEFAULT
 // (its value, as SQLite reads it, in rows older than the column) and n_
 // with the absent marker. Old images a trigger recorded as absent (a column
 // dropped and added back between two syncs) become the column's DEFAULT.

@@ -1,0 +1,50 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sluicedata/sluice/dsl"
+)
+
+// TestAddColumnWithoutKey: on a tracked table without a primary key (an
+// APPEND_ONLY stream), a column added with a constant DEFAULT reaches the
+// change logged before the ALTER with its missing value (the expected
+// row read from the table itself); a column added with a volatile DEFAULT
+// cannot be re-read by key for the changes logged before it, so the read
+// refuses (ErrTableChanged), naming the table, the column and the way on,
+// and the application's writes still succeed. Statements come from a plain
+// connection, no sluice command in between.
+func TestAddColumnWithoutKey(t *testing.T) {
+	b, u := openDB(t)
+	ctx := context.Background()
+	sqlExec(t, b, `CREATE TABLE nk (a int, b text)`)
+	track(t, b, "nk")
+	mkStream(t, b, "nk_s", "nk", dsl.ModeAppendOnly, false)
+	conn := connect(ctx, t, u)
+	for _, q := range []string{`INSERT INTO nk VALUES (1, 'x')`, `ALTER TABLE nk ADD COLUMN c int DEFAULT 7`, `ALTER TABLE nk ALTER COLUMN c SET DEFAULT 8`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	_, got := read(t, b, "nk_s", true)
+	want := tableRowsAll(t, b, `SELECT a, b, c FROM nk WHERE a = 1`)
+	check(t, "constant DEFAULT on a table without a key", got, []string{"INSERT " + want[0]})
+
+	for _, q := range []string{`INSERT INTO nk VALUES (2, 'y')`, `ALTER TABLE nk ADD COLUMN r float8 DEFAULT random()`, `INSERT INTO nk (a) VALUES (3)`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("the application's %s failed: %v", q, err)
+		}
+	}
+	err := readErr(t, b, "nk_s")
+	if !errors.Is(err, ErrTableChanged) {
+		t.Fatalf("read after a volatile DEFAULT on a table without a key: %v, want ErrTableChanged", err)
+	}
+	for _, w := range []string{`"r"`, `"nk"`, "no primary key", "sluice backfill"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not name %s", err, w)
+		}
+	}
+}
