@@ -42,9 +42,12 @@ import (
 //     since gets NULL. Refusing instead would stop every stream on the
 //     table for a value a STANDARD read never delivers.
 //
-// A table without a primary key cannot be re-read by key: when rows
-// logged before such a column exist, bringing the log in line refuses
-// (unfillableError), changing nothing.
+// A table without a primary key cannot be re-read by key: a column no
+// row of the table holds a value of (a plain ADD COLUMN without DEFAULT,
+// not yet written) is NULL in the rows logged before it, which is what
+// the ALTER gave every row; for any other, when rows logged before it
+// exist, bringing the log in line refuses (unfillableError), changing
+// nothing.
 
 // missingLiterals returns, by column name, the missing value of each
 // live column of the table with oid relid that has one
@@ -128,7 +131,7 @@ func addLogColumns(ctx context.Context, tx pgx.Tx, t *Tracked, have map[string]b
 	if len(missing) == 0 {
 		return false, nil
 	}
-	lits, err := missingLiterals(ctx, tx, t)
+	fill, err := newAddedFill(ctx, tx, t)
 	if err != nil {
 		return false, err
 	}
@@ -138,7 +141,7 @@ func addLogColumns(ctx context.Context, tx pgx.Tx, t *Tracked, have map[string]b
 			continue
 		}
 		add := "ADD COLUMN " + sinkpg.Quote(c.Name) + " " + c.PGType
-		if lit, ok := lits[c.Name]; ok {
+		if lit, ok := fill.lits[c.Name]; ok {
 			add += " DEFAULT " + lit
 			drops = append(drops, "ALTER COLUMN "+sinkpg.Quote(c.Name)+" DROP DEFAULT")
 		} else {
@@ -157,19 +160,25 @@ func addLogColumns(ctx context.Context, tx pgx.Tx, t *Tracked, have map[string]b
 	if len(reread) == 0 || t.Relid == 0 {
 		return true, nil
 	}
-	if len(t.Table.Key) == 0 {
+	if fill.table == "" {
+		// No key to re-read by: the typed rows keep NULL where the
+		// table holds no value of the column at all, else refuse.
 		var n int64
-		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s l WHERE l.__extra IS NULL`, t.LogRef())).Scan(&n); err != nil {
-			return false, err
+		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s l WHERE l.__extra IS NULL`, t.LogRef())).Scan(&n); err != nil || n == 0 {
+			return err == nil, err
 		}
-		if n > 0 {
-			return false, unfillableError(t, reread, n)
+		var unfilled []string
+		for _, c := range reread {
+			if _, ok, err := fill.expr(ctx, tx, c, "l"); err != nil {
+				return false, err
+			} else if !ok {
+				unfilled = append(unfilled, c)
+			}
+		}
+		if len(unfilled) > 0 {
+			return false, unfillableError(t, unfilled, n)
 		}
 		return true, nil
-	}
-	table, err := tableRef(ctx, tx, t)
-	if err != nil {
-		return false, err
 	}
 	var set, src, on, nonNull []string
 	for _, c := range reread {
@@ -182,7 +191,7 @@ func addLogColumns(ctx context.Context, tx pgx.Tx, t *Tracked, have map[string]b
 	}
 	// ROW(…): a single column is not a row constructor without it.
 	_, err = tx.Exec(ctx, fmt.Sprintf(`UPDATE %s l SET (%s) = ROW(%s) FROM %s s WHERE l.__extra IS NULL AND %s AND (%s)`,
-		t.LogRef(), strings.Join(set, ", "), strings.Join(src, ", "), table, strings.Join(on, " AND "), strings.Join(nonNull, " OR ")))
+		t.LogRef(), strings.Join(set, ", "), strings.Join(src, ", "), fill.table, strings.Join(on, " AND "), strings.Join(nonNull, " OR ")))
 	return true, err
 }
 
@@ -199,9 +208,10 @@ func unfillableError(t *Tracked, cols []string, n int64) error {
 // addedFill gives the value of a column for a change logged before the
 // column was added (see above).
 type addedFill struct {
-	t     *Tracked
-	lits  map[string]string // missingLiterals
-	table string            // tableRef; "" for a table without a primary key
+	t      *Tracked
+	lits   map[string]string // missingLiterals, and NULL for the all-NULL columns of a table without a key (expr)
+	table  string            // tableRef; "" for a table without a primary key
+	valued map[string]bool   // table without a key: columns known to hold a value in some row
 }
 
 // newAddedFill reads the missing values of t's columns and its table's
@@ -211,7 +221,7 @@ func newAddedFill(ctx context.Context, tx pgx.Tx, t *Tracked) (*addedFill, error
 	if err != nil {
 		return nil, err
 	}
-	f := &addedFill{t: t, lits: lits}
+	f := &addedFill{t: t, lits: lits, valued: map[string]bool{}}
 	if t.Relid != 0 && len(t.Table.Key) > 0 {
 		if f.table, err = tableRef(ctx, tx, t); err != nil {
 			return nil, err
@@ -221,14 +231,37 @@ func newAddedFill(ctx context.Context, tx pgx.Tx, t *Tracked) (*addedFill, error
 }
 
 // expr returns the SQL value of column col for a change, logged before
-// col was added, of the key that the row alias rec holds; false when
-// there is none (a column to re-read on a table without a primary key).
-func (f *addedFill) expr(col, rec string) (string, bool) {
+// col was added, of the key that the row alias rec holds: its missing
+// value, else the table's row of that key. On a table without a primary
+// key, a column no row of the table holds a value of is NULL (what the
+// ALTER gave every row: a volatile DEFAULT gives each a value), and any
+// other has none (false).
+func (f *addedFill) expr(ctx context.Context, tx pgx.Tx, col, rec string) (string, bool, error) {
 	if lit, ok := f.lits[col]; ok {
-		return lit, true
+		return lit, true, nil
 	}
-	if f.table == "" {
-		return "", false
+	if f.table != "" {
+		return rereadExpr(f.t, f.table, col, rec), true, nil
 	}
-	return rereadExpr(f.t, f.table, col, rec), true
+	if f.valued[col] || f.t.Relid == 0 {
+		return "", false, nil
+	}
+	table, err := tableRef(ctx, tx, f.t)
+	if err != nil {
+		return "", false, err
+	}
+	var valued bool
+	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s s WHERE s.%s IS NOT NULL)`, table, sinkpg.Quote(col))).Scan(&valued); err != nil {
+		return "", false, err
+	}
+	if valued {
+		f.valued[col] = true
+		return "", false, nil
+	}
+	for _, c := range f.t.Table.Columns {
+		if c.Name == col {
+			f.lits[col] = "NULL::" + c.PGType
+		}
+	}
+	return f.lits[col], true, nil
 }

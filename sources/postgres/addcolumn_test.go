@@ -11,8 +11,9 @@ import (
 
 // TestAddColumnWithoutKey: on a tracked table without a primary key (an
 // APPEND_ONLY stream), a column added with a constant DEFAULT reaches the
-// change logged before the ALTER with its missing value (the expected
-// row read from the table itself); a column added with a volatile DEFAULT
+// change logged before the ALTER with its missing value, and one added
+// without a DEFAULT that no row holds a value of yet with NULL (the
+// expected rows read from the table itself); a column added with a volatile DEFAULT
 // cannot be re-read by key for the changes logged before it, so the read
 // refuses (ErrTableChanged), naming the table, the column and the way on,
 // and the application's writes still succeed. Statements come from a plain
@@ -24,13 +25,13 @@ func TestAddColumnWithoutKey(t *testing.T) {
 	track(t, b, "nk")
 	mkStream(t, b, "nk_s", "nk", dsl.ModeAppendOnly, false)
 	conn := connect(ctx, t, u)
-	for _, q := range []string{`INSERT INTO nk VALUES (1, 'x')`, `ALTER TABLE nk ADD COLUMN c int DEFAULT 7`, `ALTER TABLE nk ALTER COLUMN c SET DEFAULT 8`} {
+	for _, q := range []string{`INSERT INTO nk VALUES (1, 'x')`, `ALTER TABLE nk ADD COLUMN c int DEFAULT 7`, `ALTER TABLE nk ALTER COLUMN c SET DEFAULT 8`, `ALTER TABLE nk ADD COLUMN n int`} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	_, got := read(t, b, "nk_s", true)
-	want := tableRowsAll(t, b, `SELECT a, b, c FROM nk WHERE a = 1`)
+	want := tableRowsAll(t, b, `SELECT a, b, c, n FROM nk WHERE a = 1`)
 	check(t, "constant DEFAULT on a table without a key", got, []string{"INSERT " + want[0]})
 
 	for _, q := range []string{`INSERT INTO nk VALUES (2, 'y')`, `ALTER TABLE nk ADD COLUMN r float8 DEFAULT random()`, `INSERT INTO nk (a) VALUES (3)`} {

@@ -205,7 +205,9 @@ func migrateExtra(ctx context.Context, tx pgx.Tx, t *Tracked, names []string) er
 	legacyVals := make([]string, len(vals))
 	for i, c := range t.Table.Columns {
 		legacyVals[i] = vals[i]
-		if v, ok := fill.expr(c.Name, "r"); ok {
+		if v, ok, err := fill.expr(ctx, tx, c.Name, "r"); err != nil {
+			return wrap(err)
+		} else if ok {
 			legacyVals[i] = fmt.Sprintf(`CASE WHEN l.__extra OPERATOR(pg_catalog.->) %s IS NULL THEN %s ELSE %s END`, sqlLiteral(c.Name), v, vals[i])
 		}
 	}
@@ -257,7 +259,9 @@ func migrateExtra(ctx context.Context, tx pgx.Tx, t *Tracked, names []string) er
 			if logged[c.Name] {
 				continue
 			}
-			if v, ok := fill.expr(c.Name, "r"); ok {
+			if v, ok, err := fill.expr(ctx, tx, c.Name, "r"); err != nil {
+				return wrap(err)
+			} else if ok {
 				shVals[i] = v
 			} else {
 				unfilled = append(unfilled, c.Name)
