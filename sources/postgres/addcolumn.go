@@ -121,7 +121,15 @@ func rereadExpr(t *Tracked, table, col, rec string) string {
 // of the log), else re-read from the table by primary key. It reports
 // whether it added any. A column to re-read on a table without a
 // primary key, with rows logged before it, is refused (unfillableError).
-func addLogColumns(ctx context.Context, tx pgx.Tx, t *Tracked, have map[string]bool) (bool, error) {
+//
+// With deferred (a run bringing the log in line, whose first transaction
+// holds the log's lock that every writer's capture waits for), the
+// re-read is not done here but recorded as pending on the log column
+// (markReread), and done by rereadPending in the run's second
+// transaction, which takes no lock a writer waits for; until then every
+// read refuses (checkLog), so none delivers the rows unfilled, also
+// after a crash between the two.
+func addLogColumns(ctx context.Context, tx pgx.Tx, t *Tracked, have map[string]bool, deferred bool) (bool, error) {
 	var missing []string
 	for _, c := range t.Table.Columns {
 		if !have[c.Name] {
@@ -180,8 +188,18 @@ func addLogColumns(ctx context.Context, tx pgx.Tx, t *Tracked, have map[string]b
 		}
 		return true, nil
 	}
+	if deferred {
+		return true, markReread(ctx, tx, t, reread)
+	}
+	return true, rereadTyped(ctx, tx, t, fill.table, reread, -1)
+}
+
+// rereadTyped sets the columns cols of the typed rows of t's change log
+// (with __seq up to upTo; -1: all) to the values the table's rows of
+// their keys hold (table: tableRef), where those are not NULL.
+func rereadTyped(ctx context.Context, tx pgx.Tx, t *Tracked, table string, cols []string, upTo int64) error {
 	var set, src, on, nonNull []string
-	for _, c := range reread {
+	for _, c := range cols {
 		set = append(set, sinkpg.Quote(c))
 		src = append(src, "s."+sinkpg.Quote(c))
 		nonNull = append(nonNull, "s."+sinkpg.Quote(c)+" IS NOT NULL")
@@ -190,9 +208,89 @@ func addLogColumns(ctx context.Context, tx pgx.Tx, t *Tracked, have map[string]b
 		on = append(on, "s."+sinkpg.Quote(k)+" OPERATOR(pg_catalog.=) l."+sinkpg.Quote(k))
 	}
 	// ROW(…): a single column is not a row constructor without it.
-	_, err = tx.Exec(ctx, fmt.Sprintf(`UPDATE %s l SET (%s) = ROW(%s) FROM %s s WHERE l.__extra IS NULL AND %s AND (%s)`,
-		t.LogRef(), strings.Join(set, ", "), strings.Join(src, ", "), fill.table, strings.Join(on, " AND "), strings.Join(nonNull, " OR ")))
-	return true, err
+	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s l SET (%s) = ROW(%s) FROM %s s WHERE l.__extra IS NULL AND ($1::int8 < 0 OR l.__seq <= $1::int8) AND %s AND (%s)`,
+		t.LogRef(), strings.Join(set, ", "), strings.Join(src, ", "), table, strings.Join(on, " AND "), strings.Join(nonNull, " OR ")), upTo)
+	return err
+}
+
+// rereadMark starts the comment that marks a log column whose typed rows
+// up to a __seq (the number after it) are still to be re-read from the
+// table (markReread, rereadPending).
+const rereadMark = "sluice: to re-read from the table for __seq <= "
+
+// markReread records, as the comment of each log column of cols, that
+// the typed rows logged so far are to be re-read: up to the last __seq
+// the log's sequence handed out. tx holds the log's lock (the ALTER that
+// added the columns), so every row logged later has a greater __seq. A
+// comment changes with its transaction and goes with the column.
+func markReread(ctx context.Context, tx pgx.Tx, t *Tracked, cols []string) error {
+	var seq string
+	if err := tx.QueryRow(ctx, `SELECT pg_catalog.pg_get_serial_sequence($1, '__seq')`, t.LogRef()).Scan(&seq); err != nil {
+		return err
+	}
+	var upTo int64
+	if err := tx.QueryRow(ctx, `SELECT last_value FROM `+seq).Scan(&upTo); err != nil {
+		return err
+	}
+	for _, c := range cols {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`COMMENT ON COLUMN %s.%s IS %s`, t.LogRef(), sinkpg.Quote(c), sqlLiteral(fmt.Sprintf("%s%d", rereadMark, upTo)))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pendingRereads returns, by log column, the __seq up to which the typed
+// rows of t's change log are still to be re-read (markReread): one
+// catalog query.
+func pendingRereads(ctx context.Context, q sinkpg.Querier, t *Tracked) (map[string]int64, error) {
+	rows, err := q.Query(ctx, `SELECT a.attname::text, pg_catalog.substr(d.description, $2)::int8 FROM pg_catalog.pg_description d
+		JOIN pg_catalog.pg_attribute a ON a.attrelid = d.objoid AND a.attnum = d.objsubid
+		WHERE d.objoid = pg_catalog.to_regclass($1) AND d.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objsubid > 0
+			AND pg_catalog.starts_with(d.description, $3)`, t.LogRef(), len(rereadMark)+1, rereadMark)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var upTo int64
+		if err := rows.Scan(&name, &upTo); err != nil {
+			return nil, err
+		}
+		out[name] = upTo
+	}
+	return out, rows.Err()
+}
+
+// rereadPending does the re-reads markReread recorded on t's change log
+// (tx holds sluice's tracking lock) and clears their marks: each column
+// the table still has, by primary key (a table without one has no mark:
+// addLogColumns settles it at once). A column the table no longer has
+// keeps its mark until bringing the log in line drops it.
+func rereadPending(ctx context.Context, tx pgx.Tx, t *Tracked) error {
+	pending, err := pendingRereads(ctx, tx, t)
+	if err != nil || len(pending) == 0 || len(t.Table.Key) == 0 || t.Relid == 0 {
+		return err
+	}
+	table, err := tableRef(ctx, tx, t)
+	if err != nil {
+		return err
+	}
+	for _, c := range t.Table.Columns {
+		upTo, ok := pending[c.Name]
+		if !ok {
+			continue
+		}
+		if err := rereadTyped(ctx, tx, t, table, []string{c.Name}, upTo); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`COMMENT ON COLUMN %s.%s IS NULL`, t.LogRef(), sinkpg.Quote(c.Name))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // unfillableError refuses to bring the change log of t in line: cols

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/dsl"
 )
 
@@ -47,5 +48,49 @@ func TestAddColumnWithoutKey(t *testing.T) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not name %s", err, w)
 		}
+	}
+}
+
+// TestAddColumnRereadAfterCrash: a run that brings the log in line after
+// an ADD COLUMN with a volatile DEFAULT records the re-read of the typed
+// rows logged before it in its first transaction and does it in its
+// second; when only the first committed (a crash in between), the mark
+// stays, every read refuses until it is done, and the next run does it:
+// the change logged before the ALTER arrives with the value the table
+// holds (read from the table itself), and the mark is gone.
+func TestAddColumnRereadAfterCrash(t *testing.T) {
+	b, u := openDB(t)
+	ctx := context.Background()
+	sqlExec(t, b, `CREATE TABLE rr (id int PRIMARY KEY, v text)`)
+	track(t, b, "rr")
+	mkStream(t, b, "rr_s", "rr", dsl.ModeStandard, false)
+	conn := connect(ctx, t, u)
+	for _, q := range []string{`INSERT INTO rr VALUES (1, 'a')`, `ALTER TABLE rr ADD COLUMN r float8 DEFAULT random()`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	tr, ok, err := b.tracked(ctx, b.pool, "rr")
+	if err != nil || !ok {
+		t.Fatalf("tracked: %v %v", ok, err)
+	}
+	// The run's first transaction alone.
+	if err := pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		_, err := b.alignLog(ctx, tx, tr.Key)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := pendingRereads(ctx, b.pool, tr); err != nil || len(p) != 1 {
+		t.Fatalf("after the first transaction: pending re-reads %v, %v; want one for r", p, err)
+	}
+	if err := b.checkLog(ctx, b.pool, tr); !errors.Is(err, ErrTableChanged) {
+		t.Fatalf("a read with a re-read pending: %v, want ErrTableChanged", err)
+	}
+	_, got := read(t, b, "rr_s", true)
+	want := tableRowsAll(t, b, `SELECT id, v, r FROM rr WHERE id = 1`)
+	check(t, "change logged before the ALTER", got, []string{"INSERT " + want[0]})
+	if p, err := pendingRereads(ctx, b.pool, tr); err != nil || len(p) != 0 {
+		t.Fatalf("after the read: pending re-reads %v, %v; want none", p, err)
 	}
 }

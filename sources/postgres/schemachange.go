@@ -328,6 +328,9 @@ func logBehind(ctx context.Context, q sinkpg.Querier, t *Tracked) (bool, error) 
 			return true, nil
 		}
 	}
+	if pending, err := pendingRereads(ctx, q, t); err != nil || len(pending) > 0 {
+		return len(pending) > 0, err
+	}
 	if !t.HasExtra {
 		return false, nil
 	}
@@ -394,6 +397,9 @@ func (b *Backend) followColumnsNow(ctx context.Context, s *runner.StreamInfo, t 
 	err = b.withTableLock(ctx, "bring the change log in line", t.LogRef(), lock, func(tx pgx.Tx) error {
 		cur, ok, err := b.tracked(ctx, tx, t.Key)
 		if err != nil || !ok {
+			return err
+		}
+		if err := rereadPending(ctx, tx, cur); err != nil {
 			return err
 		}
 		var now []string
@@ -493,7 +499,7 @@ func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string) ([]string
 			return nil, err
 		}
 	}
-	added, err := addLogColumns(ctx, tx, t, have)
+	added, err := addLogColumns(ctx, tx, t, have, true)
 	if err != nil {
 		return nil, err
 	}

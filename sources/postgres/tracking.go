@@ -224,6 +224,15 @@ func (b *Backend) checkLog(ctx context.Context, q sinkpg.Querier, t *Tracked) er
 				ErrTableChanged, sinkpg.Quote(c.Name), sinkpg.Quote(t.Table.Name), c.PGType, runner.ErrPlanStale, t.Table.Name)
 		}
 	}
+	// Typed rows logged before a column was added, still to be re-read
+	// from the table (addcolumn.go, markReread): bringing the log in line
+	// does it.
+	if pending, err := pendingRereads(ctx, q, t); err != nil {
+		return b.wrap(err, "describe change log")
+	} else if len(pending) > 0 {
+		return fmt.Errorf("%w: the changes of %s logged before a column was added are still to get its values from the table (%w: the next run does it, as ALTER TABLE %s SET PROPERTIES ('change_tracking' = 'true') does)",
+			ErrTableChanged, sinkpg.Quote(t.Table.Name), runner.ErrPlanStale, t.Table.Name)
+	}
 	// The capture pairs images under the primary key recorded when
 	// tracking was enabled (nil: recorded by an earlier sluice, unknown).
 	if len(t.PairedKey) > 0 && !slices.Equal(t.PairedKey, t.Table.Key) {
@@ -397,7 +406,10 @@ func (b *Backend) enableIn(ctx context.Context, tx pgx.Tx, table string, firstSt
 	for _, c := range logTab.Columns {
 		have[c.Name] = true
 	}
-	if _, err := addLogColumns(ctx, tx, t, have); err != nil {
+	if _, err := addLogColumns(ctx, tx, t, have, false); err != nil {
+		return nil, err
+	}
+	if err := rereadPending(ctx, tx, t); err != nil {
 		return nil, err
 	}
 	for _, s := range captureFuncDDL(t, attrs) {
