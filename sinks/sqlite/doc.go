@@ -27,6 +27,23 @@
 // columns, or the target's primary key) and the column; the transaction
 // then commits nothing.
 //
+// # Backfill chunks as COPY text
+//
+// A backfill from PostgreSQL streams each chunk as PostgreSQL COPY text
+// (runner.CopySinkTx, copytext.go): when every projected column has a
+// reader from its source type to its target column (copyReaderFor: the
+// integers, boolean, double precision, numeric(p,s), text, varchar, date,
+// timestamps, bytea, and the types stored as PostgreSQL's text) and the
+// mode inserts the rows as they come (append, overwrite, errorifexists,
+// ignore; merge into a target that was empty when the backfill started),
+// CopyFrom turns each field into its storage form — the value Encode
+// stores for the same value read through sluice — and writes the rows with
+// multi-row INSERTs, no value decoded into Go's types or coerced. A text
+// its reader does not take (a NaN, an infinity, a BC date) or a row the
+// target refuses fails the chunk (ErrCopyValue or the database's error):
+// the runner copies it again through sluice, which converts the value as
+// a run does or names the row.
+//
 // # Change relations
 //
 // Merges are applied from a change relation: a table or parenthesized

@@ -45,3 +45,10 @@ var ErrMergeCardinality = errors.New("MERGE source touches a target row more tha
 // soft-delete merge's __deleted_at) or has it with a type other than
 // TIMESTAMP.
 var ErrAddedColumn = errors.New("target lacks a column the sink mode writes")
+
+// ErrCopyValue is wrapped by the error of a pass-through chunk (Tx.CopyFrom)
+// that meets a COPY text value its column's reader does not take (a NaN,
+// an infinity, a BC date, a NULL merge key) or a line that does not have
+// the projected columns: the runner then copies that chunk through
+// sluice, which converts the value as a run does or names the row.
+var ErrCopyValue = errors.New("a COPY text value is not in a form the SQLite pass-through writes")

@@ -139,5 +139,8 @@ func (t *Tx) closeMulti() {
 	for _, st := range t.multi {
 		st.Close()
 	}
-	t.multi = nil
+	for _, st := range t.copyMulti {
+		st.Close()
+	}
+	t.multi, t.copyMulti = nil, nil
 }

@@ -19,25 +19,27 @@ import (
 // merge rows are staged in the TEMP table sluice_stage and applied by
 // Commit. Nothing is visible to other connections before Commit.
 type Tx struct {
-	p       *Plan
-	q       Querier   // the connection inside the transaction
-	conn    *sql.Conn // the connection Begin took; nil for Attach
-	owned   bool      // Begin took the connection and BEGIN IMMEDIATE; Commit COMMITs
-	lazy    bool      // BeginDeferred: Commit need not be durable
-	job     string
-	target  cdc.Schema
-	c       *compiled
-	ins     *sql.Stmt         // the prepared insert, nil when q cannot prepare
-	multi   map[int]*sql.Stmt // prepared multi-row inserts by rows (multirow.go)
-	keyIdx  []int
-	keyName []string
-	ord     int64
-	written map[cdc.Op]int64
-	nulls   changerel.NullSuspects // staged rows that write NULL into a NOT NULL column
-	applied bool                   // ApplyStaged ran: the staging table is gone
-	err     error                  // a failed Write poisons the transaction
-	done    bool
-	saved   *txState // the state at the savepoint of a run with dead letters (deadletter.go)
+	p         *Plan
+	q         Querier   // the connection inside the transaction
+	conn      *sql.Conn // the connection Begin took; nil for Attach
+	owned     bool      // Begin took the connection and BEGIN IMMEDIATE; Commit COMMITs
+	lazy      bool      // BeginDeferred: Commit need not be durable
+	job       string
+	target    cdc.Schema
+	c         *compiled
+	ins       *sql.Stmt         // the prepared insert, nil when q cannot prepare
+	multi     map[int]*sql.Stmt // prepared multi-row inserts by rows (multirow.go)
+	copy      *copyLoad         // what AcceptCopy accepted (copytext.go)
+	copyMulti map[int]*sql.Stmt // prepared multi-row inserts of CopyFrom by rows
+	keyIdx    []int
+	keyName   []string
+	ord       int64
+	written   map[cdc.Op]int64
+	nulls     changerel.NullSuspects // staged rows that write NULL into a NOT NULL column
+	applied   bool                   // ApplyStaged ran: the staging table is gone
+	err       error                  // a failed Write poisons the transaction
+	done      bool
+	saved     *txState // the state at the savepoint of a run with dead letters (deadletter.go)
 }
 
 // Begin opens the sink transaction of one run of job: it takes a dedicated
