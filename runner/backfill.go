@@ -309,13 +309,11 @@ func (b *backfill) fresh(created bool) *backfillState {
 // transaction a CopySinkTx that accepts its format and column types
 // (PostgreSQL into PostgreSQL; SQLite into PostgreSQL, whose stored
 // values in sluice's forms are written as PostgreSQL COPY text without
-// being decoded: sources/sqlite PrepareCopy; PostgreSQL into SQLite, whose
-// sink reads the COPY text into its storage forms without decoding the
-// values into Go's: sinks/sqlite CopyFrom), each chunk streams from the
+// being decoded: sources/sqlite PrepareCopy), each chunk streams from the
 // source's COPY into the sink's (backfill_copy.go); a chunk whose COPY
-// fails (a value the target refuses, a SQLite value not in sluice's form,
-// a PostgreSQL text the SQLite sink does not read as it is) is copied
-// again through sluice, which converts it as a run does or names the row.
+// fails (a value the target refuses, or a SQLite value not in sluice's
+// form) is copied again through sluice, which converts it as a run does
+// or names the row.
 //
 // # Where the state lives
 //

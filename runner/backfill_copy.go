@@ -201,5 +201,5 @@ func passThroughSteps(pt *passThrough) []plan.Step {
 	out := slices.Clone(pt.src.Steps())
 	return append(out,
 		plan.Step{Where: "sluice", What: "stream each chunk's COPY text from the source's COPY into the sink's, through a pipe (no row is decoded); a chunk whose COPY fails is done again through sluice, which names the row and column"},
-		plan.Step{Where: "sink", What: "per chunk: in one transaction, the rows loaded from the COPY text (PostgreSQL: COPY target FROM STDIN, or for a merge target that was not empty at the start COPY into a TEMP table, then INSERT … ON CONFLICT (keys) DO UPDATE; SQLite: multi-row INSERTs of the values in their storage forms), with the job's checkpoint"})
+		plan.Step{Where: "sink", What: "per chunk: in one transaction, COPY target FROM STDIN (a merge target that was not empty at the start: COPY into a TEMP table, then INSERT … ON CONFLICT (keys) DO UPDATE), with the job's checkpoint"})
 }

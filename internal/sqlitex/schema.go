@@ -74,6 +74,15 @@ func TableName(ctx context.Context, q Querier, table string) (string, bool, erro
 	return name, true, nil
 }
 
+// DecimalCheckSQL is the constraint CreateTableSQL gives a DECIMAL column:
+// its text is a number (digits, '.', 'e', 'E', '+', '-' and at least one
+// digit) or PostgreSQL's NaN or ±Infinity.
+func DecimalCheckSQL(column string) string {
+	q := Quote(column)
+	return fmt.Sprintf("CONSTRAINT %s CHECK (%s IS NULL OR (%s NOT GLOB '*[^0-9.eE+-]*' AND %s GLOB '*[0-9]*') OR %s IN ('NaN', 'Infinity', '-Infinity'))",
+		Quote(column+" is a number"), q, q, q, q)
+}
+
 // CreateTableSQL returns the CREATE TABLE statement for schema s with the
 // declared types of DeclaredType, NOT NULL where a column says so and on key
 // columns, and PRIMARY KEY (s.Key) when the key is not empty.
@@ -102,9 +111,7 @@ func CreateTableSQL(table string, s cdc.Schema, ifNotExists bool) string {
 			// INSERT fails at once instead of every later read of the
 			// table and its streams. PostgreSQL's NaN and ±Infinity are
 			// numbers too (cdc.Special).
-			q := Quote(c.Name)
-			fmt.Fprintf(&b, " CONSTRAINT %s CHECK (%s IS NULL OR (%s NOT GLOB '*[^0-9.eE+-]*' AND %s GLOB '*[0-9]*') OR %s IN ('NaN', 'Infinity', '-Infinity'))",
-				Quote(c.Name+" is a number"), q, q, q, q)
+			b.WriteString(" " + DecimalCheckSQL(c.Name))
 		}
 	}
 	if len(s.Key) > 0 {

@@ -38,7 +38,12 @@
 // ignore; merge into a target that was empty when the backfill started),
 // CopyFrom turns each field into its storage form — the value Encode
 // stores for the same value read through sluice — and writes the rows with
-// multi-row INSERTs, no value decoded into Go's types or coerced. A text
+// multi-row INSERTs, no value decoded into Go's types or coerced. When
+// the target's only CHECK constraints are the DECIMAL checks sluice
+// creates (sqlitex.DecimalCheckSQL) on columns the copy reads as numeric
+// text, the inserts run with PRAGMA ignore_check_constraints (the reader
+// took only text those checks pass; it is set back before CopyFrom
+// returns). A text
 // its reader does not take (a NaN, an infinity, a BC date) or a row the
 // target refuses fails the chunk (ErrCopyValue or the database's error):
 // the runner copies it again through sluice, which converts the value as

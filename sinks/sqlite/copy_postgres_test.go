@@ -1,6 +1,7 @@
-package postgres
+package sqlite_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"log/slog"
@@ -8,17 +9,56 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/internal/pgtest"
 	"github.com/sluicedata/sluice/runner"
+	"github.com/sluicedata/sluice/sources/postgres"
 	_ "github.com/sluicedata/sluice/sources/sqlite" // the sqlite: sink
 )
+
+// pgSource is a fresh PostgreSQL database (its URL) and a session on it.
+func pgSource(t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
+	u := pgtest.NewDatabase(t)
+	c, err := pgx.Connect(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.WithoutCancel(t.Context())) })
+	return u, c
+}
+
+func pgExec(t *testing.T, c *pgx.Conn, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := c.Exec(t.Context(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// backfillJob plans job text on r and backfills it.
+func backfillJob(ctx context.Context, t *testing.T, r *runner.Runner, text string, opt runner.BackfillOptions) (*runner.BackfillResult, error) {
+	t.Helper()
+	job, err := dsl.ParseJob("copy.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep, err := r.Plan(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	return r.Backfill(ctx, prep, opt)
+}
 
 // sqliteFormTable creates "mixed" (n rows, every type the SQLite
 // pass-through reads, NULLs in every nullable column, text with tabs,
 // newlines, backslashes and non-ASCII, instants in several zones and
 // fractions, jsonb, uuid, interval, an array and bytea) with change tracking and a STANDARD stream s.
-func sqliteFormTable(t *testing.T, b *Backend, n int) {
+func sqliteFormTable(t *testing.T, u string, c *pgx.Conn, n int) {
 	t.Helper()
-	sqlExec(t, b, `CREATE TABLE mixed (id bigint PRIMARY KEY, i int, s smallint, ok boolean, d double precision, price numeric(12,2), whole numeric(9,0),
+	pgExec(t, c, `CREATE TABLE mixed (id bigint PRIMARY KEY, i int, s smallint, ok boolean, d double precision, price numeric(12,2), whole numeric(9,0),
 			name text, code varchar(20), day date, at timestamptz, at3 timestamptz(3), local timestamp,
 			doc jsonb, ref uuid, span interval, tags text[], raw bytea)`,
 		fmt.Sprintf(`INSERT INTO mixed SELECT i,
@@ -40,8 +80,17 @@ func sqliteFormTable(t *testing.T, b *Backend, n int) {
 			CASE WHEN i %% 18 = 0 THEN NULL ELSE ARRAY['a' || i, NULL, E'q"\\,{}\t', ''] END,
 			CASE WHEN i %% 19 = 0 THEN NULL ELSE decode(md5(i::text) || '00ff5c0a09', 'hex') END
 			FROM generate_series(1, %d) i`, n))
-	track(t, b, "mixed")
-	mkStream(t, b, "s", "mixed", "", false)
+	b, err := postgres.Open(t.Context(), u, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.EnableTracking(t.Context(), "mixed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateStream(t.Context(), &dsl.CreateStream{Stream: "s", Table: "mixed"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // sqliteFormSQL renders each row of mixed (in id order) as the SQLite sink
@@ -70,11 +119,11 @@ const sqliteFormRead = `SELECT concat_ws(char(31), ` + "{cols}" + `) FROM mixed 
 // with a value the pass-through does not read (a numeric NaN) goes
 // through sluice, which stores it as a run does.
 func TestBackfillPassThroughIntoSQLite(t *testing.T) {
-	b, srcURL := openDB(t)
-	sqliteFormTable(t, b, 60)
-	sqlExec(t, b, `INSERT INTO mixed (id, price, d) VALUES (1000, 'NaN', 'NaN')`)
+	srcURL, c := pgSource(t)
+	sqliteFormTable(t, srcURL, c, 60)
+	pgExec(t, c, `INSERT INTO mixed (id, price, d) VALUES (1000, 'NaN', 'NaN')`)
 	var want []string
-	tx, err := b.pool.Begin(t.Context())
+	tx, err := c.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
