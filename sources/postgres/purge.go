@@ -36,13 +36,18 @@ import (
 //
 // Otherwise it DELETEs the consumed rows (purge).
 
-// lockStreams takes the transaction-level advisory lock that CREATE and
-// DROP TABLE STREAM and change tracking hold, so that a purge never reads
-// the streams on a table while a stream is being created on it: the new
-// stream's offset snapshot may predate changes committed since, which the
-// purge, not seeing the stream, would remove.
+// lockStreams takes, shared, the transaction-level advisory lock that
+// CREATE and DROP TABLE STREAM and change tracking hold exclusively, so
+// that a purge never reads the streams on a table while a stream is being
+// created on it: the new stream's offset snapshot may predate changes
+// committed since, which the purge, not seeing the stream, would remove.
+// Shared, because purges need no exclusion from each other (two
+// truncations of one log are serialized by its ACCESS EXCLUSIVE lock, and
+// DELETE is MVCC-safe): taken exclusively, it made every run's purge and
+// every table's trim wait for each other, which at 1,000 jobs was most of
+// a run's time (issue #19).
 func lockStreams(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('sluice.tracking'))`)
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(hashtext('sluice.tracking'))`)
 	return err
 }
 
@@ -109,7 +114,7 @@ func (b *Backend) truncateConsumed(ctx context.Context, table string) (bool, err
 	if err := lockStreams(ctx, tx); err != nil {
 		return false, err
 	}
-	t, ok, err := b.tracked(ctx, tx, table)
+	t, ok, err := b.trackedLog(ctx, tx, table)
 	if errors.Is(err, ErrTableDropped) {
 		return true, nil // disabling tracking removes the log
 	}
