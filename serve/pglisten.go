@@ -31,7 +31,7 @@ import (
 // have been missed in between.
 type PGListener struct {
 	url      string
-	register func(ctx context.Context, conn *pgx.Conn, channel string) error
+	register func(ctx context.Context, conn *pgx.Conn, channels []string) error
 	log      *slog.Logger
 	settle   time.Duration
 
@@ -46,11 +46,12 @@ type PGListener struct {
 
 // NewPGListener returns the listener of the database at url and starts its
 // loop, which runs until Close (or ctx ends). register, when not nil, runs
-// on each new connection for every channel before the LISTENs (e.g.
-// postgres.RegisterListener, without which sluice's capture triggers do
-// not notify). It does not connect until the first Subscribe; connection
+// once on each new connection with every channel before the LISTENs (e.g.
+// postgres.RegisterListeners, without which sluice's capture triggers do
+// not notify; one call for all channels, so a reconnection costs a few
+// statements, not a few per channel). It does not connect until the first Subscribe; connection
 // errors are logged (redacted) and retried every second, never returned.
-func NewPGListener(ctx context.Context, url string, register func(context.Context, *pgx.Conn, string) error, log *slog.Logger) *PGListener {
+func NewPGListener(ctx context.Context, url string, register func(context.Context, *pgx.Conn, []string) error, log *slog.Logger) *PGListener {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -221,11 +222,9 @@ func (l *PGListener) listener(channels []string) *pgxlisten.Listener {
 				return nil, redact.Error(err, l.url)
 			}
 			if l.register != nil {
-				for _, c := range channels {
-					if err := l.register(ctx, conn, c); err != nil {
-						_ = conn.Close(ctx)
-						return nil, fmt.Errorf("register listener on %q: %w", c, redact.Error(err, l.url))
-					}
+				if err := l.register(ctx, conn, channels); err != nil {
+					_ = conn.Close(ctx)
+					return nil, fmt.Errorf("register listener on %d channel(s): %w", len(channels), redact.Error(err, l.url))
 				}
 			}
 			return conn, nil

@@ -51,8 +51,10 @@ func TestPGListenerOneSessionForManyJobs(t *testing.T) {
 	defer conn.Close(context.WithoutCancel(ctx))
 
 	registered := make(chan string, 100)
-	register := func(ctx context.Context, c *pgx.Conn, channel string) error {
-		registered <- channel
+	register := func(ctx context.Context, c *pgx.Conn, channels []string) error {
+		for _, ch := range channels {
+			registered <- ch
+		}
 		return nil
 	}
 	l := NewPGListener(ctx, url, register, testLog(t))

@@ -156,7 +156,7 @@ func listen(ctx context.Context, url, d string, n int) (func(), error) {
 	case "none":
 		return func() {}, nil
 	case "shared":
-		l := serve.NewPGListener(ctx, url, postgres.RegisterListener, nil)
+		l := serve.NewPGListener(ctx, url, postgres.RegisterListeners, nil)
 		subs := make([]serve.Waker, n)
 		for i := range n {
 			subs[i] = l.Subscribe(channel(i))

@@ -32,7 +32,7 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 // when a writing transaction commits, once per transaction, and not for a
 // rolled-back transaction, a statement that touched no row, a table
 // without tracking or a channel no session registered on
-// (RegisterListener). Notifications arrive in commit order, so a marker
+// (RegisterListener, RegisterListeners). Notifications arrive in commit order, so a marker
 // NOTIFY sent last bounds what is received without any timing.
 func TestNotifyOnCommit(t *testing.T) {
 	b, u := openDB(t)
@@ -53,10 +53,9 @@ func TestNotifyOnCommit(t *testing.T) {
 	defer cancel()
 	conn := connect(ctx, t, u)
 	receive := listenUntilMarker(ctx, t, b, conn, NotifyChannel("t"), NotifyChannel("Mixed"), NotifyChannel(long), NotifyChannel("plain"))
-	for _, ch := range []string{NotifyChannel("t"), NotifyChannel("Mixed")} {
-		if err := RegisterListener(ctx, conn, ch); err != nil {
-			t.Fatal(err)
-		}
+	// Two channels in one call (as serve registers all of its channels).
+	if err := RegisterListeners(ctx, conn, []string{NotifyChannel("t"), NotifyChannel("Mixed")}); err != nil {
+		t.Fatal(err)
 	}
 
 	sqlExec(t, b, `INSERT INTO plain VALUES (1)`)
@@ -199,7 +198,7 @@ func TestWakerWakesOnCommit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not an assertion
 	defer cancel()
 	ch := NotifyChannel("wk")
-	l := serve.NewPGListener(ctx, u, RegisterListener, nil)
+	l := serve.NewPGListener(ctx, u, RegisterListeners, nil)
 	defer l.Close()
 	w := l.Subscribe(ch)
 	defer w.Close()

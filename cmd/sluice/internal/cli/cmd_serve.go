@@ -214,7 +214,7 @@ func (p *pgListeners) waker(ctx context.Context, job *plan.Job) (serve.Waker, er
 	p.mu.Lock()
 	l, ok := p.all[url]
 	if !ok {
-		l = serve.NewPGListener(p.ctx, url, postgres.RegisterListener, p.log.With("listener", redact.Conn(url)))
+		l = serve.NewPGListener(p.ctx, url, postgres.RegisterListeners, p.log.With("listener", redact.Conn(url)))
 		p.all[url] = l
 	}
 	p.mu.Unlock()
