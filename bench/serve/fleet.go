@@ -93,6 +93,12 @@ func metricsOf(addr string) (map[string]float64, error) {
 			v = v[:strings.IndexByte(v, '"')]
 			f, _ := strconv.ParseFloat(line[j+1:], 64)
 			out[m.name+"{"+v+"}"] += f
+			if m.name == "sluice_runs_total" && f > 0 {
+				if k := strings.Index(line, `job="`); k >= 0 {
+					job := line[k+5:]
+					out["ran:"+job[:strings.IndexByte(job, '"')]] += f
+				}
+			}
 			if m.name == "sluice_rows_total" && v == "read" {
 				k := strings.Index(line, `job="`)
 				if k >= 0 {

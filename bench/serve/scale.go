@@ -326,23 +326,36 @@ func scaleRun(ctx context.Context, bin, dir, jobDir string, env scaleEnv) (scale
 	r.startup = time.Since(srv.start)
 	// Let the first runs (every continuous job at once, the timed ones at
 	// their first fire) pass before measuring idle: at least 12 s, and
-	// until every job has run once (sluice_runs_total), at most 3 minutes.
+	// until every job has run once (sluice_runs_total of each job; the
+	// total alone counted a continuous job's repeated runs, so the idle
+	// window began while hundreds of jobs had not run yet), at most 3
+	// minutes.
 	for t0 := time.Now(); time.Since(t0) < 3*time.Minute; time.Sleep(time.Second) {
 		sample()
 		if time.Since(t0) < 12*time.Second {
 			continue
 		}
 		m, err := metricsOf(addr)
-		if err == nil && m["sluice_runs_total{committed}"]+m["sluice_runs_total{empty}"]+m["sluice_runs_total{failed}"] >= float64(env.n) {
+		ran := 0
+		for k := range m {
+			if strings.HasPrefix(k, "ran:") {
+				ran++
+			}
+		}
+		if err == nil && ran >= env.n {
 			r.firstRuns = time.Since(srv.start)
 			break
 		}
+	}
+	if r.firstRuns == 0 {
+		fmt.Fprintf(os.Stderr, "scale %s %d: not every job ran within 3 minutes; measuring idle anyway\n", env.backend, env.n)
 	}
 	cpu0, err := procCPU(pid)
 	if err != nil {
 		return r, err
 	}
 	t0 := time.Now()
+	phase(env, "idle window starts")
 	for time.Since(t0) < *scaleIdle {
 		sample()
 		time.Sleep(time.Second)
@@ -363,7 +376,9 @@ func scaleRun(ctx context.Context, bin, dir, jobDir string, env scaleEnv) (scale
 	r.commitP50, r.commitP99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	// One change to every table (t0 is left out: it took the commits
 	// above); each target is watched while the changes are written.
+	phase(env, "delivery round starts")
 	arrived, err := deliverRound(ctx, env, 1, 1, 60*time.Second, sample)
+	phase(env, "delivery round ends")
 	if err != nil {
 		return r, err
 	}
@@ -395,6 +410,13 @@ func scaleRun(ctx context.Context, bin, dir, jobDir string, env scaleEnv) (scale
 		fmt.Fprintf(os.Stderr, "scale %s %d: %d of %d changes not delivered; serve log:\n%s\n", env.backend, env.n, r.tables-r.delivered, r.tables, tail(string(logb), 3000))
 	}
 	return r, err
+}
+
+// phase prints the start of a phase of a scale run to stderr with the
+// wall time, for lining up a profile of the server (perf, the database's
+// statement log) with the phases.
+func phase(env scaleEnv, what string) {
+	fmt.Fprintf(os.Stderr, "scale %s %d: %s at %s\n", env.backend, env.n, what, time.Now().UTC().Format("15:04:05.000"))
 }
 
 // deliverRound inserts row id into tables t<first>…t<n-1>, each carrying
