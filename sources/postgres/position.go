@@ -27,6 +27,10 @@ type Position struct {
 	// tableRows estimates the tracked table's rows (windowTopQuery); 0
 	// when not estimated.
 	tableRows int64
+	// noLogRows: the window holds no row of the change log (readPoint
+	// found none between the from position and the read point), so a
+	// read to this position consumes no log row.
+	noLogRows bool
 }
 
 // Xmin returns the snapshot's xmin.

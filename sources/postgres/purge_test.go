@@ -127,3 +127,81 @@ func TestLockLogWithoutLog(t *testing.T) {
 		t.Fatalf("transaction unusable after lockLog: %v", err)
 	}
 }
+
+// TestPushdownPurgesWhatItConsumed: a pushed-down run purges the log rows
+// it consumed even when they net to nothing (an insert and a delete of one
+// key: nothing read, nothing written); a run whose window holds no log row
+// — its offset moved only because a transaction of another table ended —
+// leaves the log as it was (issue #19: it skips the purge; an idle empty
+// log would be truncated, a new relfilenode), and later changes are read
+// and purged as before.
+func TestPushdownPurgesWhatItConsumed(t *testing.T) {
+	b, _ := openDB(t)
+	ctx := t.Context()
+	sqlExec(t, b, `CREATE TABLE pz (id int PRIMARY KEY, v int)`, `CREATE TABLE other (id int PRIMARY KEY)`)
+	track(t, b, "pz")
+	mkStream(t, b, "pz_s", "pz", dsl.ModeStandard, false)
+	p, s := bindPlan(t, b, "pz_s", "", []string{"id", "v"},
+		plan.SinkStage{Backend: "postgres", Table: "pz_copy", Mode: plan.ModeMerge, Keys: []string{"id"}})
+	pd, err := b.Pushdown(ctx, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(what string) (read int64, moved bool) {
+		t.Helper()
+		stats, from, to, err := pd.Run(ctx, "pzjob")
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, n := range stats.Read {
+			read += n
+		}
+		return read, !from.Equal(to)
+	}
+	run("first run") // the target is created; nothing pending
+
+	sqlExec(t, b, `INSERT INTO pz VALUES (1, 1)`, `DELETE FROM pz WHERE id = 1`)
+	if _, rows := logState(t, b, "pz"); rows != 2 {
+		t.Fatalf("log rows after an insert and a delete: %d, want 2", rows)
+	}
+	if read, moved := run("net zero"); read != 0 || !moved {
+		t.Fatalf("net-zero run: read %d, offset moved %v; want 0 and true", read, moved)
+	}
+	if _, rows := logState(t, b, "pz"); rows != 0 {
+		t.Errorf("after a run that consumed an insert and a delete of one key: %d log rows, want 0 (purged)", rows)
+	}
+
+	// A transaction writing another table is running when a run reads:
+	// its offset keeps it as running. Once it commits, the next run's
+	// offset moves past it, and its window holds no log row.
+	o, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Rollback(ctx)
+	if _, err := o.Exec(ctx, `INSERT INTO other VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	sqlExec(t, b, `INSERT INTO pz VALUES (2, 2)`)
+	if read, _ := run("one insert"); read != 1 {
+		t.Fatalf("one insert: read %d, want 1", read)
+	}
+	if err := o.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node0, rows0 := logState(t, b, "pz")
+	if read, moved := run("offset only"); read != 0 || !moved {
+		t.Fatalf("run after the other transaction committed: read %d, offset moved %v; want 0 and true", read, moved)
+	}
+	if node, rows := logState(t, b, "pz"); node != node0 || rows != rows0 {
+		t.Errorf("a run with no log row in its window purged the log: relfilenode %d → %d, rows %d → %d", node0, node, rows0, rows)
+	}
+	sqlExec(t, b, `INSERT INTO pz VALUES (3, 3)`)
+	if read, _ := run("a later insert"); read != 1 {
+		t.Errorf("a later insert: read %d, want 1", read)
+	}
+	check(t, "target", tableRows(t, b, `SELECT id, v FROM pz_copy ORDER BY id`), []string{"2 2", "3 3"})
+	if _, rows := logState(t, b, "pz"); rows != 0 {
+		t.Errorf("after every change was consumed: %d log rows, want 0", rows)
+	}
+}

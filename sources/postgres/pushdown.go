@@ -252,16 +252,26 @@ func (pd *pushdown) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 	if err := b.ensureSchema(ctx); err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
 	}
-	stats, from, to, err := pd.runLocked(ctx, job)
+	stats, from, to, noLogRows, err := pd.runLocked(ctx, job)
 	if err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, err
 	}
 	// The purges below take connections of their own: the run's is back in
 	// the pool by now, so runs that each waited for a second connection
 	// while holding one cannot exhaust the pool and wait forever.
-	if from.Equal(to) { // nothing new: every poll of a continuous job
+	switch {
+	case from.Equal(to): // nothing new: every poll of a continuous job
 		b.log.Debug("pushdown run committed, nothing new", "job", job, "stream", s.Name, "offset", to.String())
-	} else {
+	case noLogRows:
+		// The offset moved (its snapshot moves with every commit in the
+		// database) past no row of the table's change log: no log row
+		// became consumed, so there is nothing to purge, and the
+		// retention of the table's streams is checked by the next run
+		// that consumes a row (or serve's TrimLogs). Purging here cost
+		// every idle poll two transactions and a dozen catalog queries
+		// (issue #19).
+		b.log.Debug("pushdown run committed, no change logged", "job", job, "stream", s.Name, "from", from.String(), "to", to.String())
+	default:
 		b.log.Info("pushdown run committed", "job", job, "stream", s.Name, "from", from.String(), "to", to.String())
 		b.purgeAfterCommit(ctx, s.Table)
 		b.purgeStreamless(ctx)
@@ -271,27 +281,27 @@ func (pd *pushdown) Run(ctx context.Context, job string) (runner.Stats, cdc.Offs
 
 // runLocked runs the pushdown's transaction on one pooled connection under
 // the job's advisory lock, and returns the connection before returning.
-func (pd *pushdown) runLocked(ctx context.Context, job string) (runner.Stats, cdc.Offset, cdc.Offset, error) {
+// noLogRows reports that the run's window held no row of the change log
+// (Position.noLogRows).
+func (pd *pushdown) runLocked(ctx context.Context, job string) (stats runner.Stats, from, to cdc.Offset, noLogRows bool, err error) {
 	b := pd.b
 	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
-		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, b.wrap(err, "connect")
+		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, false, b.wrap(err, "connect")
 	}
 	defer conn.Release()
 	lockKey := "sluice.job:" + job
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext($1))`, lockKey); err != nil {
-		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, b.wrap(err, "lock job %q", job)
+		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, false, b.wrap(err, "lock job %q", job)
 	}
 	defer func() {
 		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, lockKey); err != nil {
 			b.log.Warn("release job lock", "job", job, "err", hide(err, b.secret))
 		}
 	}()
-	var stats runner.Stats
-	var from, to cdc.Offset
 	err = pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var err error
-		stats, from, to, err = pd.run(ctx, tx, job)
+		stats, from, to, err = pd.run(ctx, tx, job, &noLogRows)
 		return err
 	})
 	if c := pgCode(err); strings.HasPrefix(c, "22") || strings.HasPrefix(c, "23") {
@@ -299,12 +309,14 @@ func (pd *pushdown) runLocked(ctx context.Context, job string) (runner.Stats, cd
 		err = fmt.Errorf("%w: %w", runner.ErrPushdownValue, err)
 	}
 	if err != nil {
-		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, hide(err, b.secret)
+		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, false, hide(err, b.secret)
 	}
-	return stats, from, to, nil
+	return stats, from, to, noLogRows, nil
 }
 
-func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stats, cdc.Offset, cdc.Offset, error) {
+// run is the pushdown's transaction; it sets *noLogRows when the window
+// it read held no row of the change log.
+func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string, noLogRows *bool) (runner.Stats, cdc.Offset, cdc.Offset, error) {
 	b := pd.b
 	var none cdc.Offset
 	if err := lockLog(ctx, tx, pd.s.Table); err != nil {
@@ -314,7 +326,7 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 		return runner.Stats{}, none, none, err
 	}
-	s, _, err := b.describeStream(ctx, tx, pd.s.Name)
+	s, tr, err := b.describeStream(ctx, tx, pd.s.Name)
 	if err != nil {
 		return runner.Stats{}, none, none, err
 	}
@@ -334,11 +346,12 @@ func (pd *pushdown) run(ctx context.Context, tx pgx.Tx, job string) (runner.Stat
 	if err != nil {
 		return runner.Stats{}, none, none, err
 	}
-	t, fp, toPos, err := b.readPointWith(ctx, tx, s, from, pd.noVersions())
+	t, fp, toPos, err := b.readPointOf(ctx, tx, s, tr, from, pd.noVersions())
 	if err != nil {
 		return runner.Stats{}, none, none, err
 	}
 	to := toPos.Offset()
+	*noLogRows = fp != nil && toPos.noLogRows
 	if _, err := tx.Exec(ctx, sinkpg.WorkMemSQL(toPos.windowRows)); err != nil {
 		return runner.Stats{}, none, none, err
 	}

@@ -62,22 +62,33 @@ func (b *Backend) readPoint(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo
 // planner does) instead of bounding its __seq: the position then has no
 // seq base, and a read that does need versions ranks them instead.
 func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, from cdc.Offset, noVersions bool) (*Tracked, *Position, Position, error) {
+	return b.readPointOf(ctx, tx, s, nil, from, noVersions)
+}
+
+// readPointOf is readPointWith; a non-nil t is the stream's tracked table
+// as describeStream returned it in tx (its key and change log checked),
+// which is then not read and checked again (a pushed-down run describes
+// the stream first: this saves it a dozen catalog queries).
+func (b *Backend) readPointOf(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, t *Tracked, from cdc.Offset, noVersions bool) (*Tracked, *Position, Position, error) {
 	var snap, sys string
 	if err := tx.QueryRow(ctx, `SELECT pg_current_snapshot()::text, (SELECT system_identifier::text FROM pg_control_system())`).Scan(&snap, &sys); err != nil {
 		return nil, nil, Position{}, b.wrap(err, "read snapshot")
 	}
-	t, ok, err := b.tracked(ctx, tx, s.Table)
-	if err != nil {
-		return nil, nil, Position{}, err
-	}
-	if !ok {
-		return nil, nil, Position{}, fmt.Errorf("%w: %s (stream %s)", ErrNotTracked, sinkpg.Quote(s.Table), s.Name)
-	}
-	if err := checkKey(s, t); err != nil {
-		return nil, nil, Position{}, err
-	}
-	if err := b.checkLog(ctx, tx, t); err != nil {
-		return nil, nil, Position{}, err
+	if t == nil {
+		tt, ok, err := b.tracked(ctx, tx, s.Table)
+		if err != nil {
+			return nil, nil, Position{}, err
+		}
+		if !ok {
+			return nil, nil, Position{}, fmt.Errorf("%w: %s (stream %s)", ErrNotTracked, sinkpg.Quote(s.Table), s.Name)
+		}
+		if err := checkKey(s, tt); err != nil {
+			return nil, nil, Position{}, err
+		}
+		if err := b.checkLog(ctx, tx, tt); err != nil {
+			return nil, nil, Position{}, err
+		}
+		t = tt
 	}
 	if err := checkTriggers(ctx, tx, t, true); err != nil {
 		return nil, nil, Position{}, b.wrap(err, "read table stream %s", s.Name)
@@ -139,7 +150,7 @@ func (b *Backend) readPointWith(ctx context.Context, tx pgx.Tx, s *runner.Stream
 	if maxTxid != nil && uint64(*maxTxid)+1 > xmax {
 		xmax = uint64(*maxTxid) + 1
 	}
-	to := Position{System: sys, Batch: fp.Batch, Snap: snapshotText(xmax, now.Xip()), windowRows: estimate, tableRows: tableRows}
+	to := Position{System: sys, Batch: fp.Batch, Snap: snapshotText(xmax, now.Xip()), windowRows: estimate, tableRows: tableRows, noLogRows: maxTxid == nil}
 	if minSeq != nil && maxSeq != nil {
 		to.windowRows = *maxSeq - *minSeq + 1
 		if *maxSeq-*minSeq < maxSeqSpan {

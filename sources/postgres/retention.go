@@ -50,7 +50,7 @@ func oldestUnconsumed(ctx context.Context, q sinkpg.Querier, t *Tracked, p Posit
 // change is older than its retention, and logs each.
 func (b *Backend) markStale(ctx context.Context, table string) error {
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		t, ok, err := b.tracked(ctx, tx, table)
+		t, ok, err := b.trackedLog(ctx, tx, table)
 		if errors.Is(err, ErrTableDropped) {
 			return nil // reads report the drop
 		}
@@ -147,7 +147,7 @@ func (b *Backend) TrimLogs(ctx context.Context) ([]runner.LogSize, error) {
 	out := make([]runner.LogSize, 0, len(tables))
 	for _, table := range tables {
 		b.purgeAfterCommit(ctx, table) // a table without a stream: the whole log
-		t, ok, err := b.tracked(ctx, b.pool, table)
+		t, ok, err := b.trackedLog(ctx, b.pool, table)
 		if errors.Is(err, ErrTableDropped) {
 			continue // disabling tracking removes its log
 		}

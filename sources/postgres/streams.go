@@ -383,7 +383,7 @@ func (b *Backend) advance(ctx context.Context, tx pgx.Tx, s *runner.StreamInfo, 
 // read from an offset behind its stream's offset is refused (Covers), so
 // no reader needs a purged row.
 func (b *Backend) purge(ctx context.Context, tx pgx.Tx, table string) error {
-	t, ok, err := b.tracked(ctx, tx, table)
+	t, ok, err := b.trackedLog(ctx, tx, table)
 	if errors.Is(err, ErrTableDropped) {
 		return nil // disabling tracking removes the log
 	}

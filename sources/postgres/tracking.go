@@ -135,6 +135,30 @@ func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (
 	return &t, true, nil
 }
 
+// trackedLog is tracked for the purges, which use only the change log's
+// name (Tracked.Key and Log set, Table nil): one query while the table
+// recorded when tracking was enabled still exists, instead of tracked's
+// half a dozen (its columns, key and constraints), which every run that
+// consumed a change paid twice (issue #19). Otherwise (no oid recorded,
+// the oid gone) it is tracked itself, with its errors and dump-restore
+// handling, and the Table it described.
+func (b *Backend) trackedLog(ctx context.Context, q sinkpg.Querier, table string) (*Tracked, bool, error) {
+	t := Tracked{Key: table}
+	var live bool
+	err := q.QueryRow(ctx, `SELECT log_table, EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = t.relid AND c.relkind IN ('r', 'p'))
+		FROM sluice.tracking t WHERE t.table_name = $1`, table).Scan(&t.Log, &live)
+	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, b.wrap(err, "read tracking of %s", sinkpg.Quote(table))
+	}
+	if !live {
+		return b.tracked(ctx, q, table)
+	}
+	return &t, true, nil
+}
+
 // captureTable returns the oid of the table whose capture trigger
 // sluice_capture_ins calls the capture function sluice.<fn>(), found false
 // when none does.
