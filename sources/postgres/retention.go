@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -129,43 +130,107 @@ func (b *Backend) purgeStreamlessNow(ctx context.Context) {
 	}
 }
 
-// TrimLogs implements runner.LogKeeper: for every tracked table it marks
-// stale streams and purges the log (purgeAfterCommit), then returns the
-// log's rows and bytes (pg_total_relation_size: table, TOAST and indexes).
+// TrimLogs implements runner.LogKeeper: for every tracked table whose
+// log holds rows it marks stale streams and purges the log
+// (purgeAfterCommit), then returns every log's rows and bytes
+// (pg_total_relation_size: table, TOAST and indexes). The logs are
+// measured first, trimLogsChunk at a time in one statement: a log without
+// rows has nothing to purge and no change to make a stream stale, and
+// purging each of 1,000 logs took some fifteen statements and a TRUNCATE
+// (a commit) each, over 60 s per call (issue #19).
 func (b *Backend) TrimLogs(ctx context.Context) ([]runner.LogSize, error) {
-	rows, err := b.pool.Query(ctx, `SELECT table_name FROM sluice.tracking ORDER BY table_name`)
+	rows, err := b.pool.Query(ctx, `SELECT table_name, log_table FROM sluice.tracking ORDER BY table_name`)
 	if isUndefinedTable(err) || pgCode(err) == "3F000" {
 		return nil, nil // nothing tracked yet
 	}
 	if err != nil {
 		return nil, b.wrap(err, "list tracked tables")
 	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	type logTable struct{ table, log string }
+	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (logTable, error) {
+		var t logTable
+		err := r.Scan(&t.table, &t.log)
+		return t, err
+	})
 	if err != nil {
 		return nil, b.wrap(err, "list tracked tables")
 	}
 	out := make([]runner.LogSize, 0, len(tables))
-	for _, table := range tables {
-		b.purgeAfterCommit(ctx, table) // a table without a stream: the whole log
-		t, ok, err := b.trackedLog(ctx, b.pool, table)
-		if errors.Is(err, ErrTableDropped) {
-			continue // disabling tracking removes its log
+	for lo := 0; lo < len(tables); lo += trimLogsChunk {
+		chunk := tables[lo:min(len(tables), lo+trimLogsChunk)]
+		var q strings.Builder
+		for i, t := range chunk {
+			if i > 0 {
+				q.WriteString(" UNION ALL ")
+			}
+			ref := "sluice." + sinkpg.Quote(t.log)
+			fmt.Fprintf(&q, "SELECT %d, (SELECT count(*) FROM %s), pg_total_relation_size(%s::regclass)", i, ref, sinkpg.Literal(ref))
 		}
-		if err != nil {
-			return nil, err
+		sizes := make([]runner.LogSize, len(chunk))
+		measured := make([]bool, len(chunk))
+		rows, err := b.pool.Query(ctx, q.String())
+		if err == nil {
+			for rows.Next() {
+				var i int
+				var n, bytes int64
+				if err = rows.Scan(&i, &n, &bytes); err != nil {
+					break
+				}
+				sizes[i] = runner.LogSize{Database: b.identity, Table: chunk[i].table, Rows: n, Bytes: bytes}
+				measured[i] = true
+			}
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
+			}
 		}
-		if !ok {
-			continue
+		if err != nil && !isUndefinedTable(err) {
+			return nil, b.wrap(err, "change log sizes")
 		}
-		sz := runner.LogSize{Database: b.identity, Table: table}
-		err = b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+t.LogRef()+`), pg_total_relation_size($1::regclass)`, t.LogRef()).Scan(&sz.Rows, &sz.Bytes)
-		if isUndefinedTable(err) {
-			continue // the table's log is gone; reads report it
+		for i, t := range chunk {
+			if measured[i] && sizes[i].Rows == 0 {
+				out = append(out, sizes[i])
+				continue
+			}
+			// Rows to purge, or a log the statement could not measure
+			// (one was dropped meanwhile): the table on its own.
+			sz, ok, err := b.trimLog(ctx, t.table)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, sz)
+			}
 		}
-		if err != nil {
-			return nil, b.wrap(err, "change log size of %s", table)
-		}
-		out = append(out, sz)
 	}
 	return out, nil
+}
+
+// trimLogsChunk is how many logs one statement of TrimLogs measures.
+const trimLogsChunk = 200
+
+// trimLog purges the log of table (purgeAfterCommit; the whole log of a
+// table without a stream) and measures it; ok is false when the table's
+// log is gone (dropped meanwhile, or tracking disabled).
+func (b *Backend) trimLog(ctx context.Context, table string) (runner.LogSize, bool, error) {
+	b.purgeAfterCommit(ctx, table)
+	t, ok, err := b.trackedLog(ctx, b.pool, table)
+	if errors.Is(err, ErrTableDropped) {
+		return runner.LogSize{}, false, nil // disabling tracking removes its log
+	}
+	if err != nil {
+		return runner.LogSize{}, false, err
+	}
+	if !ok {
+		return runner.LogSize{}, false, nil
+	}
+	sz := runner.LogSize{Database: b.identity, Table: table}
+	err = b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+t.LogRef()+`), pg_total_relation_size($1::regclass)`, t.LogRef()).Scan(&sz.Rows, &sz.Bytes)
+	if isUndefinedTable(err) {
+		return runner.LogSize{}, false, nil // the table's log is gone; reads report it
+	}
+	if err != nil {
+		return runner.LogSize{}, false, b.wrap(err, "change log size of %s", table)
+	}
+	return sz, true, nil
 }

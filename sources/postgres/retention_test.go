@@ -234,3 +234,63 @@ func TestStreamWithoutChangesNeverStale(t *testing.T) {
 		t.Fatalf("a change unconsumed for 2 h (STALE_AFTER 1h): %v; want ErrStreamStale", err)
 	}
 }
+
+// TestTrimLogsMeasuresAllPurgesSome: TrimLogs reports every tracked
+// table's log (rows counted here directly), leaves the logs that hold no
+// row alone (not truncated again: the same relfilenode; issue #19, where
+// 1,000 empty logs cost a TRUNCATE each per call), purges a log whose rows
+// every stream has consumed, and keeps the rows a stream still needs.
+func TestTrimLogsMeasuresAllPurgesSome(t *testing.T) {
+	b, _ := openDB(t)
+	ctx := t.Context()
+	for _, tab := range []string{"e1", "e2", "used", "kept"} {
+		sqlExec(t, b, `CREATE TABLE `+tab+` (id int PRIMARY KEY, v int)`)
+		track(t, b, tab)
+	}
+	mkStream(t, b, "e1_s", "e1", "", false)
+	mkStream(t, b, "e2_s", "e2", "", false)
+	mkStream(t, b, "used_a", "used", "", false)
+	mkStream(t, b, "used_b", "used", "", false)
+	mkStream(t, b, "kept_s", "kept", "", false)
+	sqlExec(t, b, `INSERT INTO e1 VALUES (1, 1)`, `INSERT INTO used SELECT g, g FROM generate_series(1, 5) g`,
+		`INSERT INTO kept SELECT g, g FROM generate_series(1, 3) g`)
+	if got, _ := read(t, b, "e1_s", true); len(got) != 1 {
+		t.Fatalf("e1_s read %d changes, want 1", len(got))
+	}
+	// used_a consumes; used_b is then moved to the same offset without a
+	// read, so the five rows are consumed by both and not yet purged.
+	if got, _ := read(t, b, "used_a", true); len(got) != 5 {
+		t.Fatalf("used_a read %d changes, want 5", len(got))
+	}
+	sqlExec(t, b, `UPDATE sluice.streams SET position = (SELECT position FROM sluice.streams WHERE name = 'used_a') WHERE name = 'used_b'`)
+	if n := logRows(t, b, "used"); n != 5 {
+		t.Fatalf("used log before TrimLogs: %d rows, want 5 (used_b had not read them when used_a's run purged)", n)
+	}
+	e1, _ := logState(t, b, "e1")
+	e2, _ := logState(t, b, "e2")
+
+	sizes, err := b.TrimLogs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tab, want := range map[string]int64{"e1": 0, "e2": 0, "used": 0, "kept": 3} {
+		if n := logRows(t, b, tab); n != want {
+			t.Errorf("after TrimLogs the %s log has %d rows, want %d", tab, n, want)
+		}
+		if got := logSize(sizes, tab); got.Rows != logRows(t, b, tab) || got.Bytes <= 0 {
+			t.Errorf("TrimLogs reports %+v for %s; the log has %d rows (want those, and bytes > 0)", got, tab, logRows(t, b, tab))
+		}
+	}
+	if len(sizes) != 4 {
+		t.Errorf("TrimLogs reported %d logs, want the 4 tracked tables': %+v", len(sizes), sizes)
+	}
+	if n, _ := logState(t, b, "e1"); n != e1 {
+		t.Errorf("the empty e1 log was truncated again (relfilenode %d → %d)", e1, n)
+	}
+	if n, _ := logState(t, b, "e2"); n != e2 {
+		t.Errorf("the empty e2 log was truncated again (relfilenode %d → %d)", e2, n)
+	}
+	if got, _ := read(t, b, "kept_s", true); len(got) != 3 {
+		t.Errorf("kept_s read %d changes after TrimLogs, want its 3", len(got))
+	}
+}
