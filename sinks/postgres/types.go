@@ -207,65 +207,74 @@ func DescribeTable(ctx context.Context, q Querier, name string) (tab *Table, ok 
 }
 
 // DescribeQualified is DescribeTable for a table in schema ("" resolves
-// through search_path).
+// through search_path). It is one statement (describeSQL): a run
+// describes its tables about a dozen times, and the lookup, the columns
+// and the key in three statements were a quarter of a run's statements
+// (issue #19).
 func DescribeQualified(ctx context.Context, q Querier, schema, name string) (tab *Table, ok bool, err error) {
 	ref := Quote(name)
 	if schema != "" {
 		ref = Quote(schema) + "." + ref
 	}
-	var oid *uint32
-	if err := q.QueryRow(ctx, `SELECT to_regclass($1)::oid`, ref).Scan(&oid); err != nil {
-		return nil, false, fmt.Errorf("look up table %s: %w", Quote(name), err)
-	}
-	if oid == nil {
-		return nil, false, nil
-	}
-	rows, err := q.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
-			CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod) ELSE '' END
-		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, *oid)
+	rows, err := q.Query(ctx, describeSQL, ref)
 	if err != nil {
-		return nil, false, fmt.Errorf("read columns of %s: %w", Quote(name), err)
+		return nil, false, fmt.Errorf("describe table %s: %w", Quote(name), err)
 	}
+	defer rows.Close()
 	tab = &Table{Name: name}
 	for rows.Next() {
+		var part, ord int64
 		var c Column
-		var base string
-		if err := rows.Scan(&c.Name, &c.PGType, &c.NotNull, &base); err != nil {
-			rows.Close()
-			return nil, false, err
+		var base, constraint string
+		var deferred bool
+		if err := rows.Scan(&part, &ord, &c.Name, &c.PGType, &c.NotNull, &base, &constraint, &deferred); err != nil {
+			return nil, false, fmt.Errorf("describe table %s: %w", Quote(name), err)
 		}
-		c.Type, c.Native = LogicalType(c.PGType)
-		if base != "" {
-			// A domain: its base type's logical type, named by the
-			// domain (a PostgreSQL target keeps it), read as text (pgx
-			// knows no domain).
-			c.Type, _ = LogicalType(base)
-			c.Type.Native = c.PGType
+		switch part {
+		case 0:
+			ok = true
+		case 1:
+			c.Type, c.Native = LogicalType(c.PGType)
+			if base != "" {
+				// A domain: its base type's logical type, named by the
+				// domain (a PostgreSQL target keeps it), read as text (pgx
+				// knows no domain).
+				c.Type, _ = LogicalType(base)
+				c.Type.Native = c.PGType
+			}
+			tab.Columns = append(tab.Columns, c)
+		case 2:
+			tab.Key = append(tab.Key, c.Name)
+			tab.KeyConstraint, tab.KeyDeferred = constraint, deferred
 		}
-		tab.Columns = append(tab.Columns, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("read columns of %s: %w", Quote(name), err)
+		return nil, false, fmt.Errorf("describe table %s: %w", Quote(name), err)
 	}
-	rows, err = q.Query(ctx, `SELECT a.attname, coalesce(c.conname::text, ''), coalesce(c.condeferred, false) FROM pg_index i
-		CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
-		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-		LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid AND c.contype = 'p'
-		WHERE i.indrelid = $1 AND i.indisprimary ORDER BY k.ord`, *oid)
-	if err != nil {
-		return nil, false, fmt.Errorf("read primary key of %s: %w", Quote(name), err)
-	}
-	var col string
-	_, err = pgx.ForEachRow(rows, []any{&col, &tab.KeyConstraint, &tab.KeyDeferred}, func() error {
-		tab.Key = append(tab.Key, col)
-		return nil
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("read primary key of %s: %w", Quote(name), err)
+	if !ok {
+		return nil, false, nil
 	}
 	return tab, true, nil
 }
+
+// describeSQL describes the relation $1 (resolved by to_regclass): a row
+// of part 0 when it exists, its columns in order (part 1: name, type,
+// NOT NULL, the base type of a domain), then its primary key's columns in
+// key order (part 2: name, constraint name, initially deferred).
+const describeSQL = `WITH r AS (SELECT to_regclass($1)::oid AS oid)
+SELECT 0 AS part, 0 AS ord, ''::text, ''::text, false, ''::text, ''::text, false FROM r WHERE r.oid IS NOT NULL
+UNION ALL
+SELECT 1, a.attnum, a.attname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+	CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod) ELSE '' END, '', false
+FROM r JOIN pg_attribute a ON a.attrelid = r.oid JOIN pg_type t ON t.oid = a.atttypid
+WHERE a.attnum > 0 AND NOT a.attisdropped
+UNION ALL
+SELECT 2, k.ord, a.attname::text, '', false, '', coalesce(c.conname::text, ''), coalesce(c.condeferred, false)
+FROM r JOIN pg_index i ON i.indrelid = r.oid AND i.indisprimary
+CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid AND c.contype = 'p'
+ORDER BY 1, 2`
 
 // Encode converts a canonical value of logical type t (package cdc) to
 // what pgx sends for a column of that type: DECIMAL as pgtype.Numeric
