@@ -64,8 +64,9 @@
 // The capture function also runs pg_notify(NotifyChannel(t)) (empty
 // payload) after a statement that logged at least one row, while some
 // session listens: one that holds the channel's advisory lock in share
-// mode (RegisterListener; `sluice serve` registers its LISTEN
-// connections, and the lock goes with the session). The function tests
+// mode (RegisterListener, RegisterListeners for many channels at once;
+// `sluice serve` registers its LISTEN connection, and the lock goes with
+// the session). The function tests
 // the lock by taking it exclusively and releasing it at once
 // (notifyGate). PostgreSQL
 // delivers a NOTIFY when the writing transaction commits (never for a
