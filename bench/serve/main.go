@@ -538,16 +538,24 @@ func tail(s string, n int) string {
 // idleJobs writes n jobs on n tables of conn: the first half continuous,
 // the second @every 10s when mixed, else all continuous.
 func idleJobs(ctx context.Context, conn, sinkConn, dir string, n int, mixed bool, pre func(i int) error) error {
+	return writeJobs(ctx, conn, sinkConn, dir, n, mixed, pre, true)
+}
+
+// writeJobs is idleJobs; with setup false it writes the job files only
+// (the tables, their tracking and streams exist: a copy from -scale-cache).
+func writeJobs(ctx context.Context, conn, sinkConn, dir string, n int, mixed bool, pre func(i int) error, setup bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	var ddl strings.Builder
 	for i := range n {
-		if pre != nil {
+		switch {
+		case !setup:
+		case pre != nil:
 			if err := pre(i); err != nil {
 				return err
 			}
-		} else {
+		default:
 			fmt.Fprintf(&ddl, "CREATE TABLE t%d (id BIGINT, ins BIGINT, PRIMARY KEY (id));\n", i)
 		}
 		fmt.Fprintf(&ddl, "ALTER TABLE t%d SET PROPERTIES ('change_tracking' = 'true');\n", i)
@@ -560,6 +568,9 @@ func idleJobs(ctx context.Context, conn, sinkConn, dir string, n int, mixed bool
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), fmt.Appendf(nil, jobYAML, name, quoteYAML(conn), fmt.Sprintf("s%d", i), fmt.Sprintf("r%d", i), quoteYAML(sinkConn), sched), 0o644); err != nil {
 			return err
 		}
+	}
+	if !setup {
+		return nil
 	}
 	return sluiceExec(ctx, conn, ddl.String())
 }
