@@ -32,9 +32,14 @@ const BusyTimeout = 10 * time.Second
 // ConnMaxLifetime is how long a connection to a database file is reused
 // before it is closed and opened again. A connection keeps the access it
 // was opened with: one opened while the file was read-only stays read-only
-// after the file is writable again, so a long-running process (sluice
-// serve) recovers from a read-only file within this time.
-const ConnMaxLifetime = time.Minute
+// after the file is writable again. Write paths drop such a connection when
+// a write fails (DiscardIfCannotWrite), so a long-running process (sluice
+// serve) recovers at its next try; this lifetime is the bound for
+// anything else. It is long because every new connection parses the whole
+// schema (a table, its change log, two helper tables and six triggers per
+// tracked table: seconds and tens of MB at 1,000 tracked tables), and a
+// one-minute lifetime kept serve re-parsing all the time (issue #19).
+const ConnMaxLifetime = time.Hour
 
 // MaxIdleConns is how many idle connections to a database file are kept
 // for reuse: two per run of serve's default --max-runs.

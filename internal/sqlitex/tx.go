@@ -16,6 +16,10 @@ import (
 type Tx struct {
 	conn *sql.Conn
 	done bool
+	// schemaVersion is PRAGMA schema_version right after BEGIN IMMEDIATE:
+	// the committed schema's, which no other connection can change while
+	// the Tx holds the write lock.
+	schemaVersion int64
 }
 
 // BeginImmediate opens a Tx on a connection taken from db.
@@ -28,8 +32,19 @@ func BeginImmediate(ctx context.Context, db *sql.DB) (*Tx, error) {
 		conn.Close()
 		return nil, fmt.Errorf("begin write transaction: %w", err)
 	}
-	return &Tx{conn: conn}, nil
+	t := &Tx{conn: conn}
+	if err := conn.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&t.schemaVersion); err != nil {
+		_ = t.Rollback(ctx)
+		return nil, fmt.Errorf("begin write transaction: read PRAGMA schema_version: %w", err)
+	}
+	return t, nil
 }
+
+// StartSchemaVersion is PRAGMA schema_version as the Tx began: the
+// committed schema's. A Tx whose PRAGMA schema_version still reads the
+// same has changed no schema, so what it reads of sqlite_schema is what
+// every connection sees at that version.
+func (t *Tx) StartSchemaVersion() int64 { return t.schemaVersion }
 
 // QueryContext implements Querier.
 func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
@@ -54,6 +69,7 @@ func (t *Tx) Commit(ctx context.Context) error {
 	_, err := t.conn.ExecContext(ctx, "COMMIT")
 	if err != nil {
 		_, _ = t.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		DiscardIfCannotWrite(t.conn, err)
 	}
 	t.done = true
 	t.conn.Close()
@@ -79,13 +95,16 @@ func (t *Tx) Rollback(ctx context.Context) error {
 }
 
 // WithImmediate runs fn in a Tx and commits when fn returns nil; otherwise
-// it rolls back and returns fn's error.
+// it rolls back and returns fn's error. A connection that failed to write
+// (DiscardIfCannotWrite: the file was read-only when it was opened) is
+// dropped from the pool, in fn or at COMMIT.
 func WithImmediate(ctx context.Context, db *sql.DB, fn func(tx *Tx) error) error {
 	tx, err := BeginImmediate(ctx, db)
 	if err != nil {
 		return err
 	}
 	if err := fn(tx); err != nil {
+		DiscardIfCannotWrite(tx.conn, err)
 		_ = tx.Rollback(ctx)
 		return err
 	}

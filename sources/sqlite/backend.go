@@ -37,6 +37,10 @@ type Backend struct {
 	// (retention.go).
 	purgeMu sync.Mutex
 	purged  map[string]purged
+
+	// facts keeps sqlite_schema's answers about captures per schema
+	// version (statuscache.go).
+	facts schemaFacts
 }
 
 // Interface checks.

@@ -91,6 +91,18 @@ func TestLogBoundedWithoutStreams(t *testing.T) {
 	if got, want := sizeOf(sizes, "audit"), f.logRows("audit"); got.Rows != want || want != 30 || got.Bytes <= 0 {
 		t.Errorf("TrimLogs reports %+v for audit; the log has %d rows (want 30 and bytes > 0)", got, want)
 	}
+	// The bytes are the pages of the log table alone, as dbstat counts
+	// them page by page (its 30 rows take more than one page).
+	var pages, pageSize int64
+	if err := f.b.DB().QueryRowContext(t.Context(), `SELECT count(*) FROM dbstat WHERE name = 'sluice_changes_audit'`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.b.DB().QueryRowContext(t.Context(), `PRAGMA page_size`).Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if got := sizeOf(sizes, "audit"); got.Bytes != pages*pageSize || pages < 2 {
+		t.Errorf("TrimLogs reports %d bytes for audit's log; it has %d pages of %d bytes", got.Bytes, pages, pageSize)
+	}
 	f.exec(&dsl.DropStream{Stream: "a"})
 	if n := f.logRows("audit"); n != 0 {
 		t.Errorf("after dropping the last stream: audit log has %d rows, want 0", n)

@@ -44,7 +44,7 @@ func (b *Backend) prepare(ctx context.Context, stream string) error {
 	if err != nil || !tracked {
 		return err
 	}
-	if st, _, err := status(ctx, b.db, c); err != nil || st != capStale {
+	if st, _, err := b.captureStatus(ctx, b.db, c); err != nil || st != capStale {
 		return err
 	}
 	return sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
@@ -84,7 +84,7 @@ func (b *Backend) streamInfo(ctx context.Context, q sqlitex.Querier, name string
 	if !tracked {
 		return nil, fmt.Errorf("table stream %s: %w: %s", r.name, ErrNotTracked, r.table)
 	}
-	switch st, _, err := status(ctx, q, c); {
+	switch st, _, err := b.captureStatus(ctx, q, c); {
 	case err != nil:
 		return nil, err
 	case st == capLost:

@@ -86,11 +86,8 @@ func status(ctx context.Context, q sqlitex.Querier, c captured) (captureState, l
 	if err != nil {
 		return 0, live, err
 	}
-	if live.triggers == 0 {
-		return capLost, live, nil
-	}
-	if live.on != c.table || live.triggers != len(triggerKinds) || !strings.Contains(live.insSQL, captureVersion) {
-		return capStale, live, nil
+	if st, decided := liveState(live, c); decided {
+		return st, live, nil
 	}
 	def, err := definition(ctx, q, c.table)
 	if err != nil {
@@ -100,6 +97,19 @@ func status(ctx context.Context, q sqlitex.Querier, c captured) (captureState, l
 		return capStale, live, nil
 	}
 	return capFresh, live, nil
+}
+
+// liveState is the capture state the triggers alone decide (lost, or
+// stale: on another table, missing some, or of an earlier design); decided
+// is false when the table's definition decides (status).
+func liveState(live liveCapture, c captured) (st captureState, decided bool) {
+	if live.triggers == 0 {
+		return capLost, true
+	}
+	if live.on != c.table || live.triggers != len(triggerKinds) || !strings.Contains(live.insSQL, captureVersion) {
+		return capStale, true
+	}
+	return capFresh, false
 }
 
 // lostError explains a capture whose triggers are gone and how to go on.

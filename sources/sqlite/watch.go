@@ -90,42 +90,73 @@ func (w *LogWatch) Positions(ctx context.Context) (map[string]string, error) {
 	return pos, nil
 }
 
-// watchSQL reads each stream's position; %s is the change log's last seq.
-const watchSQL = `SELECT s.name, s.id, COALESCE(s.stale_since, ''), COALESCE(t.enabled, ''), COALESCE(t.columns, ''), %s
+// watchSQL reads each stream's position but its change log's last seq.
+const watchSQL = `SELECT s.name, s.id, COALESCE(s.stale_since, ''), COALESCE(t.enabled, ''), COALESCE(t.columns, ''), COALESCE(t.log, '')
 FROM sluice_streams s LEFT JOIN sluice_tracking t ON t.tbl = s.tbl`
 
-func (w *LogWatch) read(ctx context.Context) (map[string]string, error) {
+// read reads the positions in one read transaction: whether the catalog's
+// tables exist, from the parsed schema (pragma_table_info of each reads no
+// page and looks one table up, where a scan of sqlite_schema reads
+// megabytes at 1,000 tracked tables and pragma_table_list walks every
+// table), the change logs' last seqs in one scan of sqlite_sequence (which
+// has no index: a lookup per stream scanned it once per stream), then the
+// streams.
+func (w *LogWatch) read(ctx context.Context) (out map[string]string, err error) {
+	if _, err := w.conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return nil, fmt.Errorf("watch: begin: %w", err)
+	}
+	defer func() {
+		if _, rerr := w.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil && err == nil {
+			err = fmt.Errorf("watch: end the read: %w", rerr)
+		}
+	}()
 	var sv int64
 	if err := w.conn.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&sv); err != nil {
 		return nil, fmt.Errorf("watch: PRAGMA schema_version: %w", err)
 	}
-	var n, seqs int
-	if err := w.conn.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE name IN ('sluice_tracking', 'sluice_streams')), count(*) FILTER (WHERE name = 'sqlite_sequence') FROM sqlite_schema WHERE type = 'table'`).Scan(&n, &seqs); err != nil {
+	var tracking, streams, seqs int
+	if err := w.conn.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM pragma_table_info('sluice_tracking')), (SELECT count(*) FROM pragma_table_info('sluice_streams')), (SELECT count(*) FROM pragma_table_info('sqlite_sequence'))`).Scan(&tracking, &streams, &seqs); err != nil {
 		return nil, fmt.Errorf("watch: read the catalog: %w", err)
 	}
-	out := map[string]string{}
-	if n < 2 {
+	out = map[string]string{}
+	if tracking == 0 || streams == 0 {
 		return out, nil // nothing tracked yet
 	}
-	seq := "0" // no AUTOINCREMENT table yet: no change was ever logged
+	// No AUTOINCREMENT table yet: no change was ever logged (0).
+	last := map[string]int64{}
 	if seqs > 0 {
-		seq = "COALESCE((SELECT seq FROM sqlite_sequence WHERE name = t.log), 0)"
+		rows, err := w.conn.QueryContext(ctx, `SELECT name, seq FROM sqlite_sequence`)
+		if err != nil {
+			return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
+		}
+		for rows.Next() {
+			var name string
+			var seq sql.NullInt64
+			if err := rows.Scan(&name, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
+			}
+			last[WatchKey(name)] = seq.Int64
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
+		}
 	}
-	rows, err := w.conn.QueryContext(ctx, fmt.Sprintf(watchSQL, seq))
+	rows, err := w.conn.QueryContext(ctx, watchSQL)
 	if err != nil {
-		return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
+		return nil, fmt.Errorf("watch: read the streams: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var name, id, stale, enabled, columns string
-		var last int64
-		if err := rows.Scan(&name, &id, &stale, &enabled, &columns, &last); err != nil {
-			return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
+		var name, id, stale, enabled, columns, log string
+		if err := rows.Scan(&name, &id, &stale, &enabled, &columns, &log); err != nil {
+			return nil, fmt.Errorf("watch: read the streams: %w", err)
 		}
-		out[WatchKey(name)] = strconv.FormatInt(last, 10) + "|" + strconv.FormatInt(sv, 10) + "|" + id + "|" + stale + "|" + enabled + "|" + columns
+		out[WatchKey(name)] = strconv.FormatInt(last[WatchKey(log)], 10) + "|" + strconv.FormatInt(sv, 10) + "|" + id + "|" + stale + "|" + enabled + "|" + columns
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
+		return nil, fmt.Errorf("watch: read the streams: %w", err)
 	}
 	return out, nil
 }

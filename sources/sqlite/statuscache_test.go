@@ -1,0 +1,79 @@
+package sqlite_test
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/sluicedata/sluice/internal/sqlitex"
+	"github.com/sluicedata/sluice/sources/sqlite"
+)
+
+// TestCaptureCheckSeesDDLOfAnotherConnection: a Backend that has described
+// a stream (and so remembers what sqlite_schema said about its capture)
+// still sees each DDL an application runs on its own connection before
+// the next Stream: a dropped capture trigger is re-installed, an added
+// column is captured, and triggers all gone are ErrCaptureLost. The
+// triggers and the logged values are read back from the file.
+func TestCaptureCheckSeesDDLOfAnotherConnection(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "c.db")
+	f := newFixture(t, "sqlite:"+path)
+	loc, err := sqlitex.ParseURL("sqlite:" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := sqlitex.Open(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	appSQL := func(q string) {
+		t.Helper()
+		if _, err := app.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	triggers := func() int {
+		t.Helper()
+		var n int
+		if err := app.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'orders'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	info := f.orders()
+	want := triggers()
+	if want == 0 {
+		t.Fatal("no capture triggers after CREATE TABLE STREAM")
+	}
+
+	// Each step reads the stream first (the Backend remembers the capture).
+	f.info("s")
+	appSQL(`DROP TRIGGER sluice_capture_ins_orders`)
+	f.info("s")
+	if got := triggers(); got != want {
+		t.Fatalf("after DROP TRIGGER and a Stream: %d capture triggers, want %d (re-installed)", got, want)
+	}
+
+	f.info("s")
+	appSQL(`ALTER TABLE orders ADD COLUMN note TEXT`)
+	info = f.info("s")
+	if !slices.Contains(info.TableSchema.Names(), "note") {
+		t.Fatalf("after ADD COLUMN: stream columns %v, want note among them", info.TableSchema.Names())
+	}
+	appSQL(`INSERT INTO orders (id, name, amount, status, note) VALUES (7, 'n', '1.00', 'new', 'written after ADD COLUMN')`)
+	changes, _ := f.read(info)
+	i := info.TableSchema.Index("note")
+	if len(changes) != 1 || changes[0].Row[i] != "written after ADD COLUMN" {
+		t.Fatalf("after ADD COLUMN: read %v, want one insert whose note is the written text (capture re-installed with the column)", changes)
+	}
+
+	f.info("s")
+	appSQL(`DROP TRIGGER sluice_capture_bins_orders; DROP TRIGGER sluice_capture_ins_orders; DROP TRIGGER sluice_capture_bupd_orders;
+DROP TRIGGER sluice_capture_upd_orders; DROP TRIGGER sluice_capture_bdel_orders; DROP TRIGGER sluice_capture_del_orders`)
+	if _, err := f.b.Stream(ctx, runnerSource("s")); !errors.Is(err, sqlite.ErrCaptureLost) {
+		t.Fatalf("after dropping every capture trigger: Stream: %v, want ErrCaptureLost", err)
+	}
+}
