@@ -21,6 +21,8 @@ import (
 type Sink struct {
 	db  *sql.DB
 	log *slog.Logger
+	// writer is held by one Begin's transaction at a time (gate.go).
+	writer chan struct{}
 }
 
 // New returns a sink on db, a modernc.org/sqlite database (opened with a
@@ -30,7 +32,7 @@ func New(db *sql.DB, log *slog.Logger) *Sink {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sink{db: db, log: log}
+	return &Sink{db: db, log: log, writer: make(chan struct{}, 1)}
 }
 
 // Target describes table: its columns with the logical types recovered from

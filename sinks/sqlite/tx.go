@@ -22,6 +22,7 @@ type Tx struct {
 	p         *Plan
 	q         Querier   // the connection inside the transaction
 	conn      *sql.Conn // the connection Begin took; nil for Attach
+	release   func()    // lets the next Begin of this sink in (gate.go); nil for Attach
 	owned     bool      // Begin took the connection and BEGIN IMMEDIATE; Commit COMMITs
 	lazy      bool      // BeginDeferred: Commit need not be durable
 	job       string
@@ -44,8 +45,9 @@ type Tx struct {
 
 // Begin opens the sink transaction of one run of job: it takes a dedicated
 // connection and runs BEGIN IMMEDIATE, so the write lock is held from the
-// start and two runs of one job serialize (the second waits for the busy
-// timeout). Inside it, it creates the checkpoint table and a missing target,
+// start and two runs into one sink database serialize: in this process the
+// second waits until the first transaction ends (gate.go), across
+// processes for the busy timeout. Inside it, it creates the checkpoint table and a missing target,
 // and applies the mode: overwrite deletes the target's rows; errorifexists
 // fails with an error wrapping runner.ErrTargetExists when the target
 // exists; ignore returns an error matching ErrIgnored (and
@@ -64,7 +66,13 @@ func (p *Plan) BeginDeferred(ctx context.Context, job string) (runner.SinkTx, er
 	return p.begin(ctx, job, true)
 }
 
-func (p *Plan) begin(ctx context.Context, job string, lazy bool) (runner.SinkTx, error) {
+func (p *Plan) begin(ctx context.Context, job string, lazy bool) (tx runner.SinkTx, err error) {
+	release := p.sink.enter(ctx)
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	conn, err := p.sink.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite sink: connect: %w", err)
@@ -96,9 +104,9 @@ func (p *Plan) begin(ctx context.Context, job string, lazy bool) (runner.SinkTx,
 		conn.Close()
 		return nil, fmt.Errorf("sqlite sink: begin write transaction: %w", err)
 	}
-	tx, err := p.attach(ctx, conn, job)
+	t, err := p.attach(ctx, conn, job)
 	if err == nil {
-		tx.conn, tx.owned, tx.lazy = conn, true, lazy
+		t.conn, t.owned, t.lazy, t.release = conn, true, lazy, release
 	}
 	if err != nil {
 		conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
@@ -111,7 +119,7 @@ func (p *Plan) begin(ctx context.Context, job string, lazy bool) (runner.SinkTx,
 		conn.Close()
 		return nil, err
 	}
-	return tx, nil
+	return t, nil
 }
 
 // Attach is Begin inside a write transaction the caller already runs on q
@@ -398,6 +406,7 @@ func (t *Tx) commit(ctx context.Context, cp runner.Checkpoint) (runner.Stats, er
 			return runner.Stats{}, fmt.Errorf("sqlite sink: commit: %w", err)
 		}
 		t.conn.Close()
+		t.release()
 	}
 	t.done = true
 	return runner.Stats{Written: t.written}, nil
@@ -449,6 +458,7 @@ func (t *Tx) Rollback(ctx context.Context) error {
 	if cerr := t.conn.Close(); err == nil {
 		err = cerr
 	}
+	t.release()
 	if err != nil {
 		return fmt.Errorf("sqlite sink: rollback: %w", err)
 	}
