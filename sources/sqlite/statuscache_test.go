@@ -43,7 +43,7 @@ func TestCaptureCheckSeesDDLOfAnotherConnection(t *testing.T) {
 		}
 		return n
 	}
-	info := f.orders()
+	f.orders()
 	want := triggers()
 	if want == 0 {
 		t.Fatal("no capture triggers after CREATE TABLE STREAM")
@@ -59,7 +59,7 @@ func TestCaptureCheckSeesDDLOfAnotherConnection(t *testing.T) {
 
 	f.info("s")
 	appSQL(`ALTER TABLE orders ADD COLUMN note TEXT`)
-	info = f.info("s")
+	info := f.info("s")
 	if !slices.Contains(info.TableSchema.Names(), "note") {
 		t.Fatalf("after ADD COLUMN: stream columns %v, want note among them", info.TableSchema.Names())
 	}
