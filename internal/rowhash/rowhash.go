@@ -5,7 +5,8 @@
 // The canonical text of a non-NULL value of logical type t is
 // rowcmp.Text(rowcmp.Canon(v, t)): integers in decimal, DECIMAL without
 // trailing fractional zeros (1.50 → "1.5"), TIMESTAMP in UTC
-// ("2024-01-15 10:00:00.5+00:00"), DATE "2006-01-02", BOOLEAN
+// ("2024-01-15 10:00:00.5+00:00"), DATE "2006-01-02" (the infinities of
+// both "infinity" and "-infinity"; DECIMAL's "NaN", "Infinity"), BOOLEAN
 // "true"/"false", BINARY "0x…" in lower-case hex, text as is. A row's text
 // is each column's text encoded as "N" for NULL or "V<length>:<text>"
 // (length in characters), concatenated: the encoding is injective, so two
@@ -186,17 +187,26 @@ func PGCanon(x string, t cdc.Type) string {
 	case t.Kind == cdc.KindDecimal:
 		return "trim_scale((" + x + ")::numeric)::text"
 	case t.Kind == cdc.KindDate:
-		return "to_char(" + x + ", 'YYYY-MM-DD')"
+		return pgFinite(x, "to_char("+x+", 'YYYY-MM-DD')")
 	case t.Kind == cdc.KindTimestamp:
 		at := "(" + x + ") AT TIME ZONE 'UTC'"
 		if t.Native == cdc.TimestampNTZ || strings.HasPrefix(t.Native, "timestamp without") {
 			at = "(" + x + ")"
 		}
-		return "rtrim(rtrim(to_char(" + at + ", 'YYYY-MM-DD HH24:MI:SS.US'), '0'), '.') || '+00:00'"
+		return pgFinite(x, "rtrim(rtrim(to_char("+at+", 'YYYY-MM-DD HH24:MI:SS.US'), '0'), '.') || '+00:00'")
 	case t.Kind == cdc.KindBinary:
 		return "'0x' || encode(" + x + ", 'hex')"
 	}
 	return "(" + x + ")::text"
+}
+
+// pgFinite returns SQL choosing canon, the canonical text of the date or
+// timestamp x, when x is finite, and else x's own text: to_char gives
+// NULL for infinity and -infinity, whose canonical texts are "infinity"
+// and "-infinity" (cdc.Special, as rowcmp.Canon renders them). NULL stays
+// NULL.
+func pgFinite(x, canon string) string {
+	return "CASE WHEN isfinite(" + x + ") THEN " + canon + " ELSE (" + x + ")::text END"
 }
 
 // PGHash returns SQL computing Hash64 of the row text of the canonical

@@ -57,6 +57,15 @@ func TestPostgresHashesAsGo(t *testing.T) {
 		{"bytea", "''", cdc.TypeBinary, []byte{}},
 		{"uuid", "'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'", cdc.TypeUUID, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
 		{"text", "NULL", cdc.TypeString, nil},
+		{"date", "'infinity'", cdc.TypeDate, cdc.PosInfinity},
+		{"date", "'-infinity'", cdc.TypeDate, cdc.NegInfinity},
+		{"date", "NULL", cdc.TypeDate, nil},
+		{"timestamptz", "'infinity'", cdc.TypeTimestamp, cdc.PosInfinity},
+		{"timestamptz", "'-infinity'", cdc.TypeTimestamp, "-infinity"},
+		{"timestamptz", "NULL", cdc.TypeTimestamp, nil},
+		{"timestamp", "'-infinity'", cdc.Type{Kind: cdc.KindTimestamp, Native: cdc.TimestampNTZ}, cdc.NegInfinity},
+		{"numeric", "'NaN'", cdc.TypeNumeric, "NaN"},
+		{"numeric", "'-Infinity'", cdc.TypeNumeric, cdc.NegInfinity},
 	} {
 		name := tc.pgType + " " + tc.literal
 		x := "(" + tc.literal + ")::" + tc.pgType
