@@ -51,9 +51,11 @@ func TestTypesRoundTrip(t *testing.T) {
 		}
 	}
 	for decl, want := range map[string]cdc.Type{
-		"INTEGER": cdc.TypeBigInt, "REAL": cdc.TypeDouble, "NUMERIC": cdc.Decimal(38, 10),
+		"INTEGER": cdc.TypeBigInt, "REAL": cdc.TypeDouble, "NUMERIC": cdc.TypeNumeric,
 		"BLOB": cdc.TypeBinary, "": cdc.TypeBinary, "NVARCHAR(5)": cdc.TypeString,
-		"UNSIGNED BIG INT": cdc.TypeBigInt, "DATETIME": cdc.Decimal(38, 10), "double precision": cdc.TypeDouble,
+		"UNSIGNED BIG INT": cdc.TypeBigInt, "DATETIME": {Kind: cdc.KindTimestamp, Native: cdc.TimestampNTZ}, "double precision": cdc.TypeDouble,
+		"datetime(6)": {Kind: cdc.KindTimestamp, Native: cdc.TimestampNTZ}, "timestamp with time zone": cdc.TypeTimestamp, "TIME": cdc.TypeString,
+		"DECIMAL": cdc.TypeNumeric, "decimal(10,2)": cdc.Decimal(10, 2), "MONEY": cdc.TypeNumeric, "DATE": cdc.TypeDate,
 	} {
 		if got := LogicalType(decl); got != want {
 			t.Errorf("LogicalType(%q) = %s, want %s", decl, got, want)

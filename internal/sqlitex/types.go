@@ -37,10 +37,16 @@ func DeclaredType(t cdc.Type) string {
 
 // LogicalType recovers the logical type from a declared column type as
 // PRAGMA table_info reports it. Types sluice declares (DeclaredType) map
-// back exactly; DECIMAL(p,s)/NUMERIC(p,s) are taken as written; anything
+// back exactly; DECIMAL(p,s)/NUMERIC(p,s) are taken as written, NUMERIC
+// and DECIMAL without them as DECIMAL without precision; DATETIME… as
+// TIMESTAMP_NTZ, TIMESTAMP… as TIMESTAMP, TIME… as STRING; anything
 // else follows SQLite's affinity rules: a name containing INT → BIGINT;
 // CHAR, CLOB or TEXT → STRING; BLOB or no type → BINARY; REAL, FLOA or DOUB
-// → DOUBLE; otherwise (NUMERIC affinity) → DECIMAL(38,10).
+// → DOUBLE; otherwise (NUMERIC affinity: NUMERIC, MONEY, …) → DECIMAL
+// without precision (cdc.TypeNumeric), whose values keep their own digits:
+// such a column declares no scale, so none is imposed (a REAL it holds
+// arrives as its shortest exact decimal text, 0.123456789012345 and 1.5 as
+// such, not rounded to 10 places or padded to 1.5000000000).
 func LogicalType(declared string) cdc.Type {
 	if n, ok := strings.CutPrefix(strings.TrimSpace(declared), nativePrefix); ok {
 		return fromPGName(n)
@@ -60,8 +66,8 @@ func LogicalType(declared string) cdc.Type {
 		return cdc.TypeBigInt
 	case "REAL":
 		return cdc.TypeDouble
-	case "NUMERIC":
-		return cdc.Decimal(38, 10)
+	case "NUMERIC", "DECIMAL":
+		return cdc.TypeNumeric
 	case "BLOB", "":
 		return cdc.TypeBinary
 	}
@@ -69,6 +75,14 @@ func LogicalType(declared string) cdc.Type {
 		return t
 	}
 	switch {
+	case strings.HasPrefix(d, "DATETIME"):
+		// Django's datetime, Rails' datetime(6): a wall clock without a
+		// zone (TIMESTAMP_NTZ keeps it as written).
+		return cdc.Type{Kind: cdc.KindTimestamp, Native: cdc.TimestampNTZ}
+	case strings.HasPrefix(d, "TIMESTAMP"):
+		return cdc.TypeTimestamp
+	case d == "TIME", strings.HasPrefix(d, "TIME("), strings.HasPrefix(d, "TIME "):
+		return cdc.TypeString // a time of day has no logical type: its text
 	case strings.Contains(d, "INT"):
 		return cdc.TypeBigInt
 	case strings.Contains(d, "CHAR"), strings.Contains(d, "CLOB"), strings.Contains(d, "TEXT"):
@@ -78,7 +92,7 @@ func LogicalType(declared string) cdc.Type {
 	case strings.Contains(d, "REAL"), strings.Contains(d, "FLOA"), strings.Contains(d, "DOUB"):
 		return cdc.TypeDouble
 	}
-	return cdc.Decimal(38, 10)
+	return cdc.TypeNumeric
 }
 
 // Quote returns ident as a double-quoted SQLite identifier, doubling any
