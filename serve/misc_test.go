@@ -275,6 +275,15 @@ func TestStatusOf(t *testing.T) {
 			t.Errorf("%s: healthy %v, want %v (health %s)", st.Job, st.Healthy, healthy, st.Health)
 		}
 	}
+	// Without a history nothing is known of the runs: health "unknown",
+	// which a lag error that retrying does not fix still makes "failing".
+	none, err := StatusOf(ctx, []*plan.Job{testJob("a", "0 * * * *"), testJob("g", "0 * * * *")}, nil, lag, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none[0].Health != HealthUnknown || !none[0].Healthy || none[0].LastRun != nil || none[1].Health != HealthFailing {
+		t.Errorf("without a history: %s healthy=%v last run %v, %s; want %s healthy, no last run, %s", none[0].Health, none[0].Healthy, none[0].LastRun, none[1].Health, HealthUnknown, HealthFailing)
+	}
 	b, err := json.Marshal(got[0])
 	if err != nil {
 		t.Fatal(err)

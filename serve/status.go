@@ -16,6 +16,7 @@ import (
 const (
 	HealthOK       = "ok"        // last run succeeded (or none failed yet)
 	HealthNeverRun = "never run" // no run recorded
+	HealthUnknown  = "unknown"   // no run history to read (StatusOf without a History)
 	HealthRetrying = "retrying"  // transient failures, retried (JobStatus.NextTry); unhealthy from Config.UnhealthyAfter on
 	HealthStopped  = "stopped"   // stopped by a permanent failure
 	HealthBroken   = "invalid"   // the job's schedule does not parse (StatusOf)
@@ -110,7 +111,7 @@ func (s *Server) Status(ctx context.Context) []JobStatus {
 
 // StatusOf reports jobs that no server in this process runs (`sluice
 // status DIR`): the schedule and next fire after now, the last run and
-// health from hist (nil: unknown), and the lag from lag (nil: not
+// health from hist (nil: health "unknown"), and the lag from lag (nil: not
 // measured). Health comes from the newest run: committed/skipped/cancelled
 // → ok, transient → retrying (NextTry: the retry time it recorded),
 // failed → stopped (no next fire: a stopped job does not fire until it is
@@ -131,6 +132,9 @@ func StatusOf(ctx context.Context, jobs []*plan.Job, hist History, lag LagFunc, 
 			if n := sched.Next(now); !n.IsZero() {
 				js.Next = &n
 			}
+		}
+		if hist == nil && js.Health == HealthNeverRun {
+			js.Health = HealthUnknown
 		}
 		if hist != nil {
 			runs, err := hist.List(ctx, j.Name, 1)
@@ -164,7 +168,7 @@ func StatusOf(ctx context.Context, jobs []*plan.Job, hist History, lag LagFunc, 
 		if lag != nil {
 			if l, err := lag(ctx, j); err != nil {
 				js.LagError = err.Error()
-				if !IsTransient(err) && (js.Health == HealthOK || js.Health == HealthNeverRun) {
+				if !IsTransient(err) && (js.Health == HealthOK || js.Health == HealthNeverRun || js.Health == HealthUnknown) {
 					js.Health, js.Healthy = HealthFailing, false
 				}
 			} else {

@@ -173,7 +173,11 @@ type progress struct {
 
 func newProgress(ctx context.Context, e *env, job string) *progress {
 	p := &progress{ctx: ctx, job: job, w: e.stderr, log: e.log, t0: time.Now()}
-	if f, ok := e.stderr.(*os.File); ok {
+	w := e.stderr
+	if d, ok := w.(dedupLines); ok {
+		w = d.w
+	}
+	if f, ok := w.(*os.File); ok {
 		p.tty = isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 	}
 	if !p.log.Enabled(ctx, slog.LevelInfo) {

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sluicedata/sluice/internal/redact"
+	"github.com/sluicedata/sluice/internal/sqlitex"
 
 	"github.com/spf13/cobra"
 
@@ -42,6 +44,11 @@ func openStore(ctx context.Context, e *env, r *runner.Runner, state string) (ser
 		return nil, err
 	}
 	st, err := serve.OpenStore(ctx, url, serve.StoreOptions{Log: e.log, MustExist: true})
+	if errors.Is(err, sqlitex.ErrNoDatabase) {
+		// The hint of ErrNoDatabase (sluice sql creates a database) is not
+		// the way here: runs are recorded where serve or run keeps them.
+		return nil, fmt.Errorf("state database %s: %w: no run was recorded there; give --state the database that sluice serve and sluice run record runs in (their --state, else their default connection)", redact.Conn(url), sqlitex.ErrNoDatabase)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("state database %s: %w", redact.Conn(url), redact.Error(err, url))
 	}

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedata/sluice/cdc"
+	"github.com/sluicedata/sluice/internal/sqlitex"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/serve"
 	"github.com/sluicedata/sluice/sinks/stdout"
@@ -46,11 +48,19 @@ func cmdStatus(ctx context.Context, e *env, conn, state, format string, paths []
 	}
 	r := newRunner(e, conn)
 	defer r.Close()
+	var hist serve.History
 	st, err := openStore(ctx, e, r, state)
-	if err != nil {
+	switch {
+	case errors.Is(err, sqlitex.ErrNoDatabase):
+		// No history database (the default one is a SQLite file that
+		// nothing created): show the rest, and say why no run is known.
+		fmt.Fprintf(e.stderr, "sluice status: no run history: %v\n", err)
+	case err != nil:
 		return err
+	default:
+		defer st.Close()
+		hist = st
 	}
-	defer st.Close()
 	var jobs []*plan.Job
 	for _, f := range files {
 		if f.err != nil {
@@ -59,7 +69,7 @@ func cmdStatus(ctx context.Context, e *env, conn, state, format string, paths []
 		}
 		jobs = append(jobs, f.job)
 	}
-	sts, err := serve.StatusOf(ctx, jobs, st, lagFunc(r), time.Now())
+	sts, err := serve.StatusOf(ctx, jobs, hist, lagFunc(r), time.Now())
 	if err != nil {
 		return err
 	}
@@ -73,6 +83,9 @@ func cmdStatus(ctx context.Context, e *env, conn, state, format string, paths []
 	rows := make([][]any, 0, len(sts))
 	for _, s := range sts {
 		last, next, pending := "never", "-", "?"
+		if s.Health == serve.HealthUnknown {
+			last = "?"
+		}
 		if s.LastRun != nil {
 			last = fmt.Sprintf("%s %s", s.LastRun.Start.Format(time.DateTime), s.LastRun.Status)
 		}

@@ -13,6 +13,7 @@ import (
 // connect: connection refused`). Every message sluice prints is one Write
 // (one Fprintf, one log record), so lines of different messages are never
 // compared. It reports len(p) written when w took everything it was given.
+// Code that asks whether stderr is a terminal looks at w (newProgress).
 type dedupLines struct{ w io.Writer }
 
 func (d dedupLines) Write(p []byte) (int, error) {
