@@ -45,9 +45,9 @@ func openStore(ctx context.Context, e *env, r *runner.Runner, state string) (ser
 	}
 	st, err := serve.OpenStore(ctx, url, serve.StoreOptions{Log: e.log, MustExist: true})
 	if errors.Is(err, sqlitex.ErrNoDatabase) {
-		// The hint of ErrNoDatabase (sluice sql creates a database) is not
-		// the way here: runs are recorded where serve or run keeps them.
-		return nil, fmt.Errorf("state database %s: %w: no run was recorded there; give --state the database that sluice serve and sluice run record runs in (their --state, else their default connection)", redact.Conn(url), sqlitex.ErrNoDatabase)
+		// Besides the path, the way on: runs are recorded where serve or
+		// run keeps them.
+		return nil, fmt.Errorf("state database %s: %w; no run was recorded there: give --state the database that sluice serve and sluice run record runs in (their --state, else their default connection)", redact.Conn(url), redact.Error(err, url))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state database %s: %w", redact.Conn(url), redact.Error(err, url))

@@ -51,9 +51,10 @@ func cmdStatus(ctx context.Context, e *env, conn, state, format string, paths []
 	var hist serve.History
 	st, err := openStore(ctx, e, r, state)
 	switch {
-	case errors.Is(err, sqlitex.ErrNoDatabase):
+	case errors.Is(err, sqlitex.ErrNoDatabase) && state == "":
 		// No history database (the default one is a SQLite file that
 		// nothing created): show the rest, and say why no run is known.
+		// A --state that names a missing file is an error (a typo).
 		fmt.Fprintf(e.stderr, "sluice status: no run history: %v\n", err)
 	case err != nil:
 		return err
