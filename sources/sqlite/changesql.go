@@ -187,15 +187,15 @@ func (g gen) standard() string {
 	row := g.list(func(c cdc.Column) string {
 		return "CASE WHEN n.kind = 'D' OR (n.kind = 'U' AND e.ord = 0) THEN n." + oldCol(c.Name) + " ELSE n." + newCol(c.Name) + " END AS " + sqlitex.Quote(c.Name)
 	})
-	return `WITH g AS (
+	return `WITH sluice_g AS (
 	SELECT min(seq) AS s0, max(seq) AS s1 FROM ` + g.log + `
 	WHERE seq > ? AND seq <= ?
 	GROUP BY ` + g.keyList(keyExpr) + `
-), r AS (
+), sluice_r AS (
 	SELECT g.s1 AS ver, l.ts AS ts, f.op AS fop, l.op AS lop,
 		` + images + `
-	FROM g JOIN ` + g.log + ` AS f ON f.seq = g.s0 JOIN ` + g.log + ` AS l ON l.seq = g.s1
-), n AS MATERIALIZED (
+	FROM sluice_g AS g JOIN ` + g.log + ` AS f ON f.seq = g.s0 JOIN ` + g.log + ` AS l ON l.seq = g.s1
+), sluice_n AS MATERIALIZED (
 	SELECT ver, ts,
 		CASE
 			WHEN fop IN ('I', 'KI') THEN CASE WHEN lop IN ('D', 'KD') THEN NULL ELSE 'I' END
@@ -203,13 +203,13 @@ func (g gen) standard() string {
 			WHEN ` + strings.Join(diff, " OR ") + ` THEN 'U'
 		END AS kind,
 		` + g.list(func(c cdc.Column) string { return oldCol(c.Name) }) + `, ` + g.list(func(c cdc.Column) string { return newCol(c.Name) }) + `
-	FROM r
+	FROM sluice_r AS r
 )
 SELECT ` + fmt.Sprintf(metaSelect,
 		`CASE n.kind WHEN 'I' THEN 'INSERT' WHEN 'D' THEN 'DELETE' WHEN 'U' THEN CASE e.ord WHEN 0 THEN 'UPDATE_BEFORE' ELSE 'UPDATE_AFTER' END END`,
 		"n.ver", "n.ts") + `,
 	` + row + g.ord(ordExpr) + `
-FROM n JOIN ` + pair + `
+FROM sluice_n AS n JOIN ` + pair + `
 WHERE n.kind IS NOT NULL` + g.orderBy("n.ver, e.ord")
 }
 
@@ -244,7 +244,7 @@ func (g gen) standardInitial() string {
 	for i, k := range g.info.TableSchema.Key {
 		keyCols = append(keyCols, fmt.Sprintf("%s AS k%d", keyExpr(k), i))
 	}
-	return `WITH g AS (
+	return `WITH sluice_g AS (
 	SELECT max(seq) AS s1, ` + strings.Join(keyCols, ", ") + ` FROM ` + g.log + `
 	WHERE seq > ? AND seq <= ?
 	GROUP BY ` + g.keyList(keyExpr) + `
@@ -252,7 +252,7 @@ func (g gen) standardInitial() string {
 SELECT ` + fmt.Sprintf(metaSelect, `'INSERT'`, "coalesce(g.s1, ?)", "coalesce(l.ts, ?)") + `,
 	` + g.list(func(c cdc.Column) string { return "t." + sqlitex.Quote(c.Name) + " AS " + sqlitex.Quote(c.Name) }) + g.ord("0") + `
 FROM ` + sqlitex.Quote(g.info.Table) + ` AS t
-LEFT JOIN g ON ` + strings.Join(on, " AND ") + `
+LEFT JOIN sluice_g AS g ON ` + strings.Join(on, " AND ") + `
 LEFT JOIN ` + g.log + ` AS l ON l.seq = g.s1
 ORDER BY 2, ` + g.keyList(func(k string) string { return "t." + sqlitex.Quote(k) })
 }
@@ -264,25 +264,25 @@ ORDER BY 2, ` + g.keyList(func(k string) string { return "t." + sqlitex.Quote(k)
 // not an insert, whose old image is its value at c.
 // Arguments: c, c, c, to, created.
 func (g gen) appendOnlyInitial() string {
-	return `WITH f AS (
+	return `WITH sluice_f AS (
 	SELECT rid, min(seq) AS s0 FROM ` + g.log + ` WHERE seq > ? GROUP BY rid
-), init AS (
+), sluice_init AS (
 	SELECT ` + g.list(func(c cdc.Column) string { return "t." + sqlitex.Quote(c.Name) + " AS " + newCol(c.Name) }) + `
-	FROM ` + sqlitex.Quote(g.info.Table) + ` AS t LEFT JOIN f ON f.rid = t.rowid
+	FROM ` + sqlitex.Quote(g.info.Table) + ` AS t LEFT JOIN sluice_f AS f ON f.rid = t.rowid
 	WHERE f.rid IS NULL
 	UNION ALL
 	SELECT ` + g.list(func(c cdc.Column) string { return "x." + oldCol(c.Name) }) + `
-	FROM f JOIN ` + g.log + ` AS x ON x.seq = f.s0
+	FROM sluice_f AS f JOIN ` + g.log + ` AS x ON x.seq = f.s0
 	WHERE x.op NOT IN ('I', 'KI')
-), all_ AS (
-	SELECT ? AS ver, NULL AS ts, 0 AS sub, ` + g.list(func(c cdc.Column) string { return newCol(c.Name) }) + ` FROM init
+), sluice_all AS (
+	SELECT ? AS ver, NULL AS ts, 0 AS sub, ` + g.list(func(c cdc.Column) string { return newCol(c.Name) }) + ` FROM sluice_init
 	UNION ALL
 	SELECT a.seq, a.ts, 1, ` + g.list(func(c cdc.Column) string { return g.insertedVal("a", c) }) + ` FROM ` + g.log + ` AS a
 	WHERE a.op = 'I' AND a.seq > ? AND a.seq <= ?
 )
 SELECT ` + fmt.Sprintf(metaSelect, `'INSERT'`, "ver", "coalesce(ts, ?)") + `,
 	` + g.list(func(c cdc.Column) string { return newCol(c.Name) + " AS " + sqlitex.Quote(c.Name) }) + g.ord("0") + `
-FROM all_
+FROM sluice_all
 ORDER BY ver, sub`
 }
 

@@ -278,7 +278,7 @@ func (s *snapshot) Catchup(ctx context.Context, upTo []any, opt runner.ReadOptio
 	if n <= 0 {
 		n = DefaultBatchSize
 	}
-	return &catchup{rows: rows, cols: s.info.TableSchema.Columns, point: to, batch: n}, nil
+	return &catchup{rows: rows, cols: s.info.TableSchema.Columns, schema: s.info.TableSchema, point: to, batch: n}, nil
 }
 
 func (s *snapshot) Close() error {
@@ -292,11 +292,12 @@ func (s *snapshot) Close() error {
 // catchup is the ChangeReader of Catchup; closing it leaves the snapshot's
 // transaction open.
 type catchup struct {
-	rows  *sql.Rows
-	cols  []cdc.Column
-	point cdc.Offset
-	batch int
-	done  bool
+	rows   *sql.Rows
+	cols   []cdc.Column
+	schema cdc.Schema // the table's, for the key a decode error names
+	point  cdc.Offset
+	batch  int
+	done   bool
 }
 
 func (c *catchup) ReadPoint() cdc.Offset { return c.point }
@@ -317,7 +318,7 @@ func (c *catchup) Next(ctx context.Context) ([]cdc.Change, error) {
 			c.done = true
 			break
 		}
-		ch, err := scanChange(c.rows, c.cols)
+		ch, err := scanChange(c.rows, c.cols, c.schema)
 		if err != nil {
 			return nil, err
 		}

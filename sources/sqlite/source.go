@@ -234,7 +234,7 @@ func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 			r.done = true
 			break
 		}
-		ch, err := scanChange(r.rows, cols)
+		ch, err := scanChange(r.rows, cols, r.schema)
 		if err != nil {
 			return nil, err
 		}
@@ -246,8 +246,11 @@ func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 	return out, nil
 }
 
-// scanChange reads one row of ChangesQuery.
-func scanChange(rows *sql.Rows, cols []cdc.Column) (cdc.Change, error) {
+// scanChange reads one row of ChangesQuery, whose table columns are cols
+// of schema. A value that does not decode as its column's type is a
+// *cdc.ValueError naming the row's primary key (schema.Key, as stored)
+// and the column.
+func scanChange(rows *sql.Rows, cols []cdc.Column, schema cdc.Schema) (cdc.Change, error) {
 	vals := make([]any, 3+len(cols))
 	ptrs := make([]any, len(vals))
 	for i := range vals {
@@ -269,7 +272,21 @@ func scanChange(rows *sql.Rows, cols []cdc.Column) (cdc.Change, error) {
 		return cdc.Change{}, fmt.Errorf("read changes: commit timestamp: %w", err)
 	}
 	row := vals[3:]
+	var key []any
+	if idx, ok := schema.KeyIndexes(); ok {
+		for _, i := range idx {
+			if i < len(row) {
+				key = append(key, row[i])
+			}
+		}
+	}
 	if err := sqlitex.DecodeRow(row, cols); err != nil {
+		var ve *cdc.ValueError
+		if errors.As(err, &ve) && ve.Key == nil && len(key) > 0 {
+			withKey := *ve
+			withKey.Key = key
+			err = &withKey
+		}
 		return cdc.Change{}, fmt.Errorf("read changes: %w", err)
 	}
 	return cdc.Change{Op: op, CommitVersion: ver, CommitTime: ts.(time.Time).UTC(), Row: row}, nil

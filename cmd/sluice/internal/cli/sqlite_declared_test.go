@@ -70,3 +70,72 @@ print(d)`)
 		t.Fatalf("the source does not hold what the test wrote: %s", lines[1])
 	}
 }
+
+// TestSQLiteTableNamedLikeTheReadsCTEs: tables named g, r, n, f, init and
+// all_ (the names the stream reads once gave their CTEs, which shadow a
+// table of the same name inside the query: "circular reference: n") are
+// read by every kind of stream read: SHOW_INITIAL_ROWS of a STANDARD and
+// an APPEND_ONLY stream, and a STANDARD read after a consuming run.
+func TestSQLiteTableNamedLikeTheReadsCTEs(t *testing.T) {
+	for _, name := range []string{"g", "r", "n", "f", "init", "all_"} {
+		t.Run(name, func(t *testing.T) {
+			d := newDB(t)
+			q := "`" + name + "`"
+			mustSluice(t, "sql", "--conn", d.conn, "CREATE TABLE "+q+" (id INT, v STRING, PRIMARY KEY (id));\n"+
+				"INSERT INTO "+q+" VALUES (1, 'a'), (2, 'b');\n"+
+				"ALTER TABLE "+q+" SET PROPERTIES ('change_tracking' = 'true');\n"+
+				"CREATE TABLE STREAM s ON TABLE "+q+" WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD', 'SHOW_INITIAL_ROWS' = 'TRUE');\n"+
+				"CREATE TABLE STREAM a ON TABLE "+q+" WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY', 'SHOW_INITIAL_ROWS' = 'TRUE');\n"+
+				"INSERT INTO "+q+" VALUES (3, 'c')")
+			for _, s := range []string{"s", "a"} {
+				out := mustSluice(t, "preview", "--conn", d.conn, "--format", "csv", s).stdout
+				if n := strings.Count(out, "INSERT"); n != 3 {
+					t.Errorf("preview %s: %d INSERTs, want 3:\n%s", s, n, out)
+				}
+			}
+			job := writeFile(t, d.dir, "j.yaml", "name: j\nconnection: "+d.conn+"\nsource: s\nsink: {table: copy_t, mode: merge, keys: [id]}\n")
+			mustSluice(t, "run", job)
+			mustSluice(t, "sql", "--conn", d.conn, "UPDATE "+q+" SET v = 'z' WHERE id = 2")
+			out := mustSluice(t, "preview", "--conn", d.conn, "--format", "csv", "s").stdout
+			if !strings.Contains(out, "UPDATE_AFTER") || !strings.Contains(out, ",2,z") {
+				t.Errorf("preview s after the run: want the UPDATE of id 2 to z:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestSQLiteValueErrorNamesTheKey: a value the application stored that
+// does not read as its column's type (text in a NUMERIC column, which
+// SQLite allows) fails the run with an error naming the row's key and the
+// column, and the offset does not move.
+func TestSQLiteValueErrorNamesTheKey(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed: the application's write uses its sqlite3 module")
+	}
+	d := newDB(t)
+	if out, err := exec.Command(py, "-c", `import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("CREATE TABLE n (id INTEGER PRIMARY KEY, v NUMERIC)")
+c.commit()`, filepath.Join(d.dir, "x.db")).CombinedOutput(); err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	mustSluice(t, "sql", "--conn", d.conn, "ALTER TABLE n SET PROPERTIES ('change_tracking' = 'true');\n"+
+		"CREATE TABLE STREAM sn ON TABLE n WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')")
+	if out, err := exec.Command(py, "-c", `import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("INSERT INTO n VALUES (1, 2.5)")
+c.execute("INSERT INTO n VALUES (7, 'abc')")
+c.commit()`, filepath.Join(d.dir, "x.db")).CombinedOutput(); err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	job := writeFile(t, d.dir, "n.yaml", "name: n_copy\nconnection: "+d.conn+"\nsource: sn\nsink: {table: n_copy, mode: merge, keys: [id]}\n")
+	r := sluice(t, "run", job)
+	if r.code == 0 || !strings.Contains(r.stderr, `row with key (7), column "v": cannot store "abc" (text)`) {
+		t.Fatalf("want a failure naming key 7 and column v:\n%v", r)
+	}
+	// The change is still pending: a preview reads it and fails the same way.
+	if p := sluice(t, "preview", "--conn", d.conn, "sn"); p.code == 0 || !strings.Contains(p.stderr, "row with key (7)") {
+		t.Errorf("the offset moved past key 7: preview\n%v", p)
+	}
+}
