@@ -173,6 +173,24 @@ INSERT INTO t VALUES (1, 'a');`},
 			if !ok {
 				t.Fatalf("serve's run did not take the job lock:\n%.4000s", srv.output())
 			}
+			// The lock seen may be a run of serve's that started before row 2
+			// committed and ends at once (reading nothing); the run that reads
+			// row 2 takes it again, blocked on the target. Wait until the
+			// holder is stable (the same since for 500 ms), as CI once saw
+			// "since …:16Z" from the first and "…:18Z" in the refusal.
+			for stable := time.Now().Add(60 * time.Second); ; {
+				time.Sleep(500 * time.Millisecond)
+				h2, ok := holder(srv.cmd.Process.Pid, 60*time.Second, srv.exited)
+				if !ok {
+					t.Fatalf("serve's run did not keep the job lock:\n%.4000s", srv.output())
+				}
+				if h2.Since.Equal(h.Since) {
+					break
+				}
+				if h = h2; time.Now().After(stable) {
+					t.Fatalf("serve's job lock changed hands for 60 s:\n%.4000s", srv.output())
+				}
+			}
 			want := running(srv.cmd.Process.Pid, h)
 			t0 := time.Now()
 			second := sluiceProc(t, "run", "--conn", conn, job)
