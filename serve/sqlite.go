@@ -37,8 +37,8 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 // again. Locks are not held as open transactions, so the job's own writes
 // to the same database are not blocked.
 type SQLiteStore struct {
-	db    *sql.DB
-	own   bool // close db on Close
+	db    sqlitex.Pool
+	own   bool // close db on Close (a *sqlitex.Handle: release it)
 	node  string
 	lease time.Duration
 	clock Clock
@@ -46,7 +46,10 @@ type SQLiteStore struct {
 }
 
 // OpenSQLiteStore opens the SQLite database of url ("sqlite:PATH") with
-// sluice's pragmas (internal/sqlitex) and returns a store owning it.
+// sluice's pragmas (internal/sqlitex) and returns a store owning it. It
+// uses the process's shared connections to the file (sqlitex.OpenShared:
+// its one writer for the locks and run rows), so a --state that is also a
+// job's source or sink adds no connection.
 func OpenSQLiteStore(ctx context.Context, url string, opt StoreOptions) (*SQLiteStore, error) {
 	loc, err := sqlitex.ParseURL(url)
 	if err != nil {
@@ -57,7 +60,7 @@ func OpenSQLiteStore(ctx context.Context, url string, opt StoreOptions) (*SQLite
 			return nil, err
 		}
 	}
-	db, err := sqlitex.Open(ctx, loc)
+	db, err := sqlitex.OpenShared(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +74,9 @@ func OpenSQLiteStore(ctx context.Context, url string, opt StoreOptions) (*SQLite
 }
 
 // NewSQLiteStore returns a store on an open database (which it does not
-// close), creating sluice_runs and sluice_locks if needed. db should have a
-// busy timeout set, as sqlitex.Open does.
-func NewSQLiteStore(ctx context.Context, db *sql.DB, opt StoreOptions) (*SQLiteStore, error) {
+// close), creating sluice_runs and sluice_locks if needed. db (a *sql.DB
+// or *sqlitex.Handle) should have a busy timeout set, as sqlitex.Open does.
+func NewSQLiteStore(ctx context.Context, db sqlitex.Pool, opt StoreOptions) (*SQLiteStore, error) {
 	s := &SQLiteStore{db: db, node: nodeName(opt.Node), lease: opt.Lease, clock: opt.Clock, log: opt.Log}
 	if s.lease <= 0 {
 		s.lease = DefaultLease
@@ -146,8 +149,8 @@ func NewSQLiteStore(ctx context.Context, db *sql.DB, opt StoreOptions) (*SQLiteS
 
 // Close closes the database if the store opened it.
 func (s *SQLiteStore) Close() error {
-	if s.own {
-		return s.db.Close()
+	if c, ok := s.db.(interface{ Close() error }); ok && s.own {
+		return c.Close()
 	}
 	return nil
 }

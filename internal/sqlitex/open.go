@@ -101,6 +101,31 @@ func cutScheme(u string) (string, bool) {
 // connection. A :memory: database is one shared in-memory database per Open
 // (all pool connections see it), gone when the *sql.DB is closed.
 func Open(ctx context.Context, loc Location) (*sql.DB, error) {
+	dsn, err := dsnOf(loc)
+	if err != nil {
+		return nil, err
+	}
+	return openDSN(ctx, loc, dsn)
+}
+
+// openPair opens two *sql.DB on loc's database (the same private database
+// for :memory:), as Open does: a Handle's write and read pools.
+func openPair(ctx context.Context, loc Location) (w, r *sql.DB, err error) {
+	dsn, err := dsnOf(loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if w, err = openDSN(ctx, loc, dsn); err != nil {
+		return nil, nil, err
+	}
+	if r, err = openDSN(ctx, loc, dsn); err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	return w, r, nil
+}
+
+func dsnOf(loc Location) (string, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
@@ -109,22 +134,23 @@ func Open(ctx context.Context, loc Location) (*sql.DB, error) {
 	// string literal (SQLite's legacy fallback would make a misspelled
 	// column in WHERE silently compare a constant).
 	q.Add("_dqs", "0")
-	var dsn string
 	if loc.Memory {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		q.Set("vfs", "memdb")
-		dsn = "file:/sluice-mem-" + hex.EncodeToString(b[:]) + "?" + q.Encode()
-	} else {
-		if dir := filepath.Dir(loc.Path); dir != "" {
-			if _, err := os.Stat(dir); err != nil {
-				return nil, fmt.Errorf("open sqlite database %s: %w", loc.Path, err)
-			}
-		}
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(NORMAL)")
-		dsn = "file:" + (&url.URL{Path: loc.Path}).EscapedPath() + "?" + q.Encode()
+		return "file:/sluice-mem-" + hex.EncodeToString(b[:]) + "?" + q.Encode(), nil
 	}
+	if dir := filepath.Dir(loc.Path); dir != "" {
+		if _, err := os.Stat(dir); err != nil {
+			return "", fmt.Errorf("open sqlite database %s: %w", loc.Path, err)
+		}
+	}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	return "file:" + (&url.URL{Path: loc.Path}).EscapedPath() + "?" + q.Encode(), nil
+}
+
+func openDSN(ctx context.Context, loc Location, dsn string) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite database %s: %w", loc.Path, err)
@@ -141,7 +167,7 @@ func Open(ctx context.Context, loc Location) (*sql.DB, error) {
 		// opened connections all the time, and each new connection parses
 		// the whole schema again (issue #19). The number open is not
 		// capped here (a run may hold one connection while it needs
-		// another); serve bounds the runs under way (--max-runs).
+		// another); a Handle (OpenShared) caps it.
 		db.SetMaxIdleConns(MaxIdleConns)
 	}
 	if err := db.PingContext(ctx); err != nil {

@@ -22,8 +22,14 @@ type Tx struct {
 	schemaVersion int64
 }
 
+// Conner hands out a connection for a write: *sql.DB (any connection of
+// its pool) or *Handle (the file's one write connection).
+type Conner interface {
+	Conn(ctx context.Context) (*sql.Conn, error)
+}
+
 // BeginImmediate opens a Tx on a connection taken from db.
-func BeginImmediate(ctx context.Context, db *sql.DB) (*Tx, error) {
+func BeginImmediate(ctx context.Context, db Conner) (*Tx, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin write transaction: %w", err)
@@ -98,7 +104,7 @@ func (t *Tx) Rollback(ctx context.Context) error {
 // it rolls back and returns fn's error. A connection that failed to write
 // (DiscardIfCannotWrite: the file was read-only when it was opened) is
 // dropped from the pool, in fn or at COMMIT.
-func WithImmediate(ctx context.Context, db *sql.DB, fn func(tx *Tx) error) error {
+func WithImmediate(ctx context.Context, db Conner, fn func(tx *Tx) error) error {
 	tx, err := BeginImmediate(ctx, db)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -19,7 +18,7 @@ import (
 // source and a sink; it provides runner.Sink's Target and PrepareSink (the
 // Backend methods come from the embedding backend).
 type Sink struct {
-	db  *sql.DB
+	db  sqlitex.Pool
 	log *slog.Logger
 	// writer is held by one Begin's transaction at a time (gate.go).
 	writer chan struct{}
@@ -27,8 +26,10 @@ type Sink struct {
 
 // New returns a sink on db, a modernc.org/sqlite database (opened with a
 // busy timeout, so that two runs of one job wait for each other's write
-// lock). log may be nil.
-func New(db *sql.DB, log *slog.Logger) *Sink {
+// lock): a *sql.DB, or a *sqlitex.Handle, whose Conn is the file's one
+// write connection (a run's transaction) and whose reads (the target's
+// description) run on its read connections. log may be nil.
+func New(db sqlitex.Pool, log *slog.Logger) *Sink {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -418,7 +418,7 @@ func TestWithoutRowidRefused(t *testing.T) {
 		t.Fatalf("enable on a WITHOUT ROWID table: %v", err)
 	}
 	var n int
-	if err := f.b.DB().QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name LIKE 'sluice_%kv'`).Scan(&n); err != nil || n != 0 {
+	if err := f.b.DB().QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_schema WHERE name LIKE 'sluice_%kv'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("objects left: %d, %v", n, err)
 	}
 }

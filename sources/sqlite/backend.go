@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"log/slog"
@@ -22,12 +21,15 @@ func init() {
 
 // Backend is an open SQLite database: a table-stream source (change capture
 // by triggers, doc.go), a statement executor, a pushdown target and — by
-// delegation to sinks/sqlite on the same *sql.DB — a sink.
+// delegation to sinks/sqlite on the same connections — a sink. Its
+// connections are the process's shared ones to the file
+// (sqlitex.OpenShared: one writer, a bounded set of readers), whatever
+// the number of Backends, jobs or URLs naming the file.
 type Backend struct {
-	// Sink provides runner.Sink (Target, PrepareSink) on the same *sql.DB.
+	// Sink provides runner.Sink (Target, PrepareSink) on the same connections.
 	*sinksqlite.Sink
 
-	db       *sql.DB
+	db       *sqlitex.Handle
 	loc      sqlitex.Location
 	url      string
 	identity string
@@ -82,7 +84,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 			loc = sqlitex.Location{Path: ":memory:", Memory: true}
 		}
 	}
-	db, err := sqlitex.Open(ctx, loc)
+	db, err := sqlitex.OpenShared(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +120,9 @@ func registerFunctions() error {
 	return sqlitex.RegisterAggregates([]sqlitex.Aggregate{{Name: rowhash.FuncBuckets, NArgs: -1, New: newBuckets}})
 }
 
-// DB is the database handle, shared with the sink.
-func (b *Backend) DB() *sql.DB { return b.db }
+// DB is the database handle, shared with the sink (and with every other
+// user of the file in the process: sqlitex.OpenShared).
+func (b *Backend) DB() *sqlitex.Handle { return b.db }
 
 // Scheme implements runner.Backend.
 func (b *Backend) Scheme() string { return "sqlite" }
@@ -131,7 +134,8 @@ func (b *Backend) Identity() string { return b.identity }
 // Redacted implements runner.Backend (a sqlite URL holds no password).
 func (b *Backend) Redacted() string { return redact.Conn(b.url) }
 
-// Close implements runner.Backend.
+// Close implements runner.Backend: it releases the Backend's reference to
+// the file's shared connections (the last reference closes them).
 func (b *Backend) Close() error { return b.db.Close() }
 
 // bucketsState adapts rowhash.Buckets to sqlitex.AggregateState.

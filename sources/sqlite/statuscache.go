@@ -76,7 +76,7 @@ func (b *Backend) beginSchemaRead(ctx context.Context, q sqlitex.Querier) (schem
 	}
 	r := schemaRead{q: q, ver: v}
 	switch t := q.(type) {
-	case *sql.DB, *sql.Tx:
+	case *sql.DB, *sql.Tx, *sqlitex.Handle:
 		r.store, r.check = true, true
 	case *sqlitex.Tx:
 		r.store = t.StartSchemaVersion() == v

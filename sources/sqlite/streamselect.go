@@ -89,7 +89,8 @@ func (b *Backend) queryStreams(ctx context.Context, names []string, q string) (_
 			return nil, fmt.Errorf("SELECT: table stream %s: %w", name, err)
 		}
 	}
-	conn, err := b.db.Conn(ctx)
+	// A read connection: the temp objects below take no write lock.
+	conn, err := b.db.ReadConn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("SELECT: %w", err)
 	}

@@ -241,7 +241,7 @@ func sortedCopy(s []string) []string {
 func TestSelectStreamErrorCleansUp(t *testing.T) {
 	f := newFixture(t, "")
 	f.seedOrders()
-	f.b.DB().SetMaxOpenConns(1)
+	f.b.DB().SetReaders(1)
 	for _, q := range []string{
 		"SELECT no_such_column FROM orders_stream",
 		"SELECT * FROM orders_stream JOIN no_such_table ON 1 = 1",

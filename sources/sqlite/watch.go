@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -15,15 +14,19 @@ import (
 // capture has no notification to listen to, so serve asks this instead of
 // running every idle job to find out that nothing changed.
 //
-// It holds one connection of its own. Each call of Positions first reads
-// PRAGMA data_version, which changes only when another connection
-// committed to the file (https://sqlite.org/pragma.html#pragma_data_version);
-// while it is unchanged the previous answer is returned without reading
-// anything else, so an idle database costs one PRAGMA per call.
+// It reads on the read connections the process shares for the file
+// (sqlitex.OpenShared), holding none between calls. Each call of
+// Positions first reads PRAGMA data_version on the connection it got,
+// which changes only when another connection committed to the file
+// (https://sqlite.org/pragma.html#pragma_data_version), and the
+// connection's total_changes() (its own writes): while both are what they
+// were at this connection's previous call the previous answer is returned
+// without reading anything else, so an idle database costs one statement
+// per call. (Every call leaves the answer current as of its start, so an
+// unchanged pair on any connection means nothing was committed since.)
 type LogWatch struct {
-	db   *sql.DB
-	conn *sql.Conn
-	dv   int64
+	db   *sqlitex.Handle
+	seen map[any][2]int64 // per driver connection: data_version, total_changes() at its last call
 	last map[string]string // nil until the first read
 }
 
@@ -38,17 +41,11 @@ func OpenLogWatch(ctx context.Context, url string) (*LogWatch, error) {
 	if err := loc.MustExist(); err != nil {
 		return nil, err
 	}
-	db, err := sqlitex.Open(ctx, loc)
+	db, err := sqlitex.OpenShared(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
-	db.SetMaxOpenConns(1)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("watch %s: %w", loc.Path, err)
-	}
-	return &LogWatch{db: db, conn: conn}, nil
+	return &LogWatch{db: db, seen: map[any][2]int64{}}, nil
 }
 
 // WatchKey is the key of a stream in the map Positions returns (stream
@@ -75,18 +72,31 @@ func WatchKey(stream string) string {
 // without sluice's catalog yields an empty map. The map is shared between
 // calls: do not modify it.
 func (w *LogWatch) Positions(ctx context.Context) (map[string]string, error) {
-	var dv int64
-	if err := w.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&dv); err != nil {
+	conn, err := w.db.ReadConn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	defer conn.Close()
+	var id any
+	if err := conn.Raw(func(dc any) error { id = dc; return nil }); err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	var v [2]int64
+	if err := conn.QueryRowContext(ctx, "SELECT data_version, total_changes() FROM pragma_data_version").Scan(&v[0], &v[1]); err != nil {
 		return nil, fmt.Errorf("watch: PRAGMA data_version: %w", err)
 	}
-	if w.last != nil && dv == w.dv {
+	if prev, ok := w.seen[id]; ok && w.last != nil && prev == v {
 		return w.last, nil
 	}
-	pos, err := w.read(ctx)
+	pos, err := read(ctx, conn)
 	if err != nil {
+		delete(w.seen, id)
 		return nil, err
 	}
-	w.dv, w.last = dv, pos
+	if len(w.seen) >= 16 { // connections replaced over the hours: forget them
+		clear(w.seen)
+	}
+	w.seen[id], w.last = v, pos
 	return pos, nil
 }
 
@@ -101,21 +111,21 @@ FROM sluice_streams s LEFT JOIN sluice_tracking t ON t.tbl = s.tbl`
 // table), the change logs' last seqs in one scan of sqlite_sequence (which
 // has no index: a lookup per stream scanned it once per stream), then the
 // streams.
-func (w *LogWatch) read(ctx context.Context) (out map[string]string, err error) {
-	if _, err := w.conn.ExecContext(ctx, "BEGIN"); err != nil {
+func read(ctx context.Context, conn *sql.Conn) (out map[string]string, err error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
 		return nil, fmt.Errorf("watch: begin: %w", err)
 	}
 	defer func() {
-		if _, rerr := w.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil && err == nil {
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil && err == nil {
 			err = fmt.Errorf("watch: end the read: %w", rerr)
 		}
 	}()
 	var sv int64
-	if err := w.conn.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&sv); err != nil {
+	if err := conn.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&sv); err != nil {
 		return nil, fmt.Errorf("watch: PRAGMA schema_version: %w", err)
 	}
 	var tracking, streams, seqs int
-	if err := w.conn.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM pragma_table_info('sluice_tracking')), (SELECT count(*) FROM pragma_table_info('sluice_streams')), (SELECT count(*) FROM pragma_table_info('sqlite_sequence'))`).Scan(&tracking, &streams, &seqs); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM pragma_table_info('sluice_tracking')), (SELECT count(*) FROM pragma_table_info('sluice_streams')), (SELECT count(*) FROM pragma_table_info('sqlite_sequence'))`).Scan(&tracking, &streams, &seqs); err != nil {
 		return nil, fmt.Errorf("watch: read the catalog: %w", err)
 	}
 	out = map[string]string{}
@@ -125,7 +135,7 @@ func (w *LogWatch) read(ctx context.Context) (out map[string]string, err error) 
 	// No AUTOINCREMENT table yet: no change was ever logged (0).
 	last := map[string]int64{}
 	if seqs > 0 {
-		rows, err := w.conn.QueryContext(ctx, `SELECT name, seq FROM sqlite_sequence`)
+		rows, err := conn.QueryContext(ctx, `SELECT name, seq FROM sqlite_sequence`)
 		if err != nil {
 			return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
 		}
@@ -143,7 +153,7 @@ func (w *LogWatch) read(ctx context.Context) (out map[string]string, err error) 
 			return nil, fmt.Errorf("watch: read the change logs' positions: %w", err)
 		}
 	}
-	rows, err := w.conn.QueryContext(ctx, watchSQL)
+	rows, err := conn.QueryContext(ctx, watchSQL)
 	if err != nil {
 		return nil, fmt.Errorf("watch: read the streams: %w", err)
 	}
@@ -161,7 +171,7 @@ func (w *LogWatch) read(ctx context.Context) (out map[string]string, err error) 
 	return out, nil
 }
 
-// Close releases the connection.
+// Close releases the watch's reference to the file's shared connections.
 func (w *LogWatch) Close() error {
-	return errors.Join(w.conn.Close(), w.db.Close())
+	return w.db.Close()
 }
