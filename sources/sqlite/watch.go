@@ -26,7 +26,7 @@ import (
 // unchanged pair on any connection means nothing was committed since.)
 type LogWatch struct {
 	db   *sqlitex.Handle
-	seen map[any][2]int64 // per driver connection: data_version, total_changes() at its last call
+	seen map[any][2]int64  // per driver connection: data_version, total_changes() at its last call
 	last map[string]string // nil until the first read
 }
 
