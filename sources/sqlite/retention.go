@@ -19,10 +19,10 @@ import (
 // the last removes them), so a table without a stream logs nothing; the
 // log keeps only what some stream can still read:
 //
-//   - every purge (a stream's advance, CREATE and DROP TABLE STREAM, and
-//     TrimLogs, which sluice serve calls on every lag poll, and enabling
-//     tracking) purges every tracked table's log, all of it for a table
-//     without a stream;
+//   - a stream's advance purges its table's log (purgeTable); CREATE and
+//     DROP TABLE STREAM, enabling tracking and TrimLogs (which sluice
+//     serve calls on every lag poll) purge every tracked table's log, all
+//     of it for a table without a stream;
 //   - a stream whose oldest unconsumed change is older than its retention
 //     (stale_after, 'STALE_AFTER', default runner.DefaultStaleAfter) is
 //     marked stale (stale_since) and no longer holds log rows back; reading
@@ -100,7 +100,8 @@ func oldestUnconsumed(ctx context.Context, q sqlitex.Querier, log string, s stre
 // (TrimLogs, which serve calls every lag poll) purges again every log in
 // which a stream has changes left to read, so that what the clock alone
 // does not show (a log edited by hand) is seen there. Every
-// statement, run and lag poll purges every log, so a per-table purge cost
+// statement and lag poll purges every log (a run's advance only its
+// table's: purgeTable), so a per-table purge cost
 // O(tables) statements and O(tables²) catalog reads each (issue #19). A
 // skipped log's pending images (rows a skipped statement left, see purge)
 // wait for the next write to the table.
@@ -147,34 +148,78 @@ func (b *Backend) purgeAll(ctx context.Context, q sqlitex.Querier, full bool) (i
 	}
 	var total int64
 	for _, t := range logs {
-		if !tables[WatchKey(t.log)] {
-			continue
-		}
-		streams := byTable[WatchKey(t.table)]
-		key := t.table + "\x00" + t.log + "\x00" + t.enabled
-		state := purgeState(seqs[t.log], streams)
-		b.purgeMu.Lock()
-		p, ok := b.purged[key]
-		b.purgeMu.Unlock()
-		if ok && p.state == state && (p.due.IsZero() || !full && time.Now().Before(p.due)) {
-			continue
-		}
-		c := captured{table: t.table, log: t.log}
-		n, due, err := b.purge(ctx, q, c, streams, tables[WatchKey(pendingTable(suffix(t.log)))])
+		n, err := b.purgeLog(ctx, q, t.table, t.log, t.enabled, seqs[t.log], byTable[WatchKey(t.table)], tables, full)
 		if err != nil {
 			return total, err
 		}
 		total += n
-		// A stream this purge marked stale has a stale_since the next read
-		// sees: the state differs and the log is purged once more.
-		b.purgeMu.Lock()
-		if b.purged == nil {
-			b.purged = map[string]purged{}
-		}
-		b.purged[key] = purged{state: state, due: due}
-		b.purgeMu.Unlock()
 	}
 	return total, nil
+}
+
+// purgeLog purges the log of one tracked table (purge) unless its last
+// seq and streams are what they were after this Backend's previous purge
+// of it (purgeAll); q is in a write transaction. tables is sluiceTables':
+// a log that is gone is left alone.
+func (b *Backend) purgeLog(ctx context.Context, q sqlitex.Querier, table, log, enabled string, seq int64, streams []streamRow, tables map[string]bool, full bool) (int64, error) {
+	if !tables[WatchKey(log)] {
+		return 0, nil
+	}
+	key := table + "\x00" + log + "\x00" + enabled
+	state := purgeState(seq, streams)
+	b.purgeMu.Lock()
+	p, ok := b.purged[key]
+	b.purgeMu.Unlock()
+	if ok && p.state == state && (p.due.IsZero() || !full && time.Now().Before(p.due)) {
+		return 0, nil
+	}
+	c := captured{table: table, log: log}
+	n, due, err := b.purge(ctx, q, c, streams, tables[WatchKey(pendingTable(suffix(log)))])
+	if err != nil {
+		return 0, err
+	}
+	// A stream this purge marked stale has a stale_since the next read
+	// sees: the state differs and the log is purged once more.
+	b.purgeMu.Lock()
+	if b.purged == nil {
+		b.purged = map[string]purged{}
+	}
+	b.purged[key] = purged{state: state, due: due}
+	b.purgeMu.Unlock()
+	return n, nil
+}
+
+// purgeTable is purgeLog for the log of table alone (a run's Advance):
+// a handful of statements, where purgeAll reads every tracked table's
+// catalog rows, streams and last seq (at 1,000 tracked tables that made
+// each run's advance cost O(tables), and the runs O(tables²), issue #19).
+// The other logs are purged by statements and TrimLogs (serve's lag
+// poll): a table without a stream logs nothing (its capture is off), so
+// what waits for them is a stream going stale by its retention.
+func (b *Backend) purgeTable(ctx context.Context, q sqlitex.Querier, table string) (int64, error) {
+	var log, enabled string
+	err := q.QueryRowContext(ctx, `SELECT tbl, log, enabled FROM sluice_tracking WHERE tbl = ?`, table).Scan(&table, &log, &enabled)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read change tracking of %s: %w", table, err)
+	}
+	tables, err := b.sluiceTablesOf(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	if tables["sqlite_sequence"] {
+		if seq, err = lastSeq(ctx, q, log); err != nil {
+			return 0, err
+		}
+	}
+	streams, err := listStreams(ctx, q, table)
+	if err != nil {
+		return 0, err
+	}
+	return b.purgeLog(ctx, q, table, log, enabled, seq, streams, tables, false)
 }
 
 // sluiceTables returns the names of sluice's tables (change logs, pending

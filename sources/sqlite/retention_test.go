@@ -46,9 +46,9 @@ func (f *fixture) insertOrders(table string, from, n int) {
 	}
 }
 
-// TestLogBoundedWithoutStreams: a tracked table without a stream keeps no
-// change past the next purge (a consuming run of any stream, a stream's
-// CREATE or DROP, TrimLogs); dropping the last stream purges; a new
+// TestLogBoundedWithoutStreams: a tracked table without a stream logs
+// nothing and keeps no change past the next purge (a stream's CREATE or
+// DROP, TrimLogs); dropping the last stream purges; a new
 // stream's first consuming run leaves nothing behind.
 func TestLogBoundedWithoutStreams(t *testing.T) {
 	f := newFixture(t, "")

@@ -336,9 +336,8 @@ func (b *Backend) advance(ctx context.Context, tx sqlitex.Querier, s *runner.Str
 		}
 		return fmt.Errorf("advance stream %s from %s: %w (now at %s)", s.Name, from, runner.ErrOffsetMoved, cur.pos)
 	}
-	// Every tracked table's log: a table without a stream keeps nothing
-	// past the next consuming run of any stream (retention.go).
-	n, err := b.purgeAll(ctx, tx, false)
+	// The stream's table's log (retention.go: purgeTable).
+	n, err := b.purgeTable(ctx, tx, s.Table)
 	if err != nil {
 		return err
 	}
