@@ -2,8 +2,11 @@
 // scheme "sqlite" (sqlite:PATH, sqlite://PATH, sqlite::memory:): a table
 // stream source with change capture by triggers, an executor of the
 // dialect's statements, a sink (delegated to package sinks/sqlite on the
-// same *sql.DB) and, when source and sink are the same file, a pushdown
-// target that runs a whole job as SQL in one transaction.
+// same connections) and, when source and sink are the same file, a
+// pushdown target that runs a whole job as SQL in one transaction. Every
+// Backend on a file uses the process's shared connections to it
+// (sqlitex.OpenShared: one writer, at most sqlitex.DefaultReaders
+// readers), as do serve's run history and change watcher.
 //
 // # Catalog
 //
