@@ -169,6 +169,22 @@ DO $$ BEGIN
 		ALTER TABLE sluice.tracking ADD COLUMN relid oid;
 	END IF;
 END $$;
+-- columns_are: true while the table rel has exactly the live columns
+-- names/types/mods (indexed by attnum, n of them); the capture functions'
+-- shape check (shapeCheck), declared IMMUTABLE so that PostgreSQL folds
+-- it into their cached plans. Created once, never replaced: the capture
+-- functions of every tracked table call it.
+DO $$ BEGIN
+	IF pg_catalog.to_regprocedure('sluice.columns_are(pg_catalog.oid, pg_catalog.name[], pg_catalog.oid[], pg_catalog.int4[], pg_catalog.int4)') IS NULL THEN
+		CREATE FUNCTION sluice.columns_are(pg_catalog.oid, pg_catalog.name[], pg_catalog.oid[], pg_catalog.int4[], pg_catalog.int4)
+			RETURNS pg_catalog.bool LANGUAGE sql IMMUTABLE AS $f$
+		SELECT (pg_catalog.count(*) FILTER (WHERE a.attname OPERATOR(pg_catalog.=) $2[a.attnum]
+				AND a.atttypid OPERATOR(pg_catalog.=) $3[a.attnum] AND a.atttypmod OPERATOR(pg_catalog.=) $4[a.attnum]) OPERATOR(pg_catalog.=) $5
+			AND pg_catalog.count(*) OPERATOR(pg_catalog.=) $5) IS TRUE
+		FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+		$f$;
+	END IF;
+END $$;
 ` + listenersDDL + `
 CREATE TABLE IF NOT EXISTS sluice.streams (
 	name              text PRIMARY KEY,

@@ -41,10 +41,28 @@ func tableAttributes(ctx context.Context, q sinkpg.Querier, relid uint32) ([]att
 // shapeCheck returns the capture function's SQL condition, true while
 // the table (TG_RELID) has exactly the live columns attrs — same attnum,
 // name, type and type modifier, none added — so the typed INSERTs, which
-// name those columns, work and miss nothing. It is one index scan of
-// pg_attribute per statement; each row is compared with arrays indexed
-// by attnum (a column beyond them compares NULL, which fails).
-func shapeCheck(attrs []attribute) string {
+// name those columns, work and miss nothing.
+//
+// With the table's oid relid it is a call of sluice.columns_are
+// (schemaDDL) on constants, which PostgreSQL evaluates when it plans the
+// condition (the function is declared IMMUTABLE) and keeps as a constant
+// in the plan PL/pgSQL caches for the session. The oid is written as a
+// literal of type oid, which PostgreSQL records as a relation the plan
+// depends on (as it does for nextval('seq')), so every change of the
+// table's pg_attribute rows — a column added, dropped, renamed or
+// retyped, committed by another session or made earlier in the writer's
+// own transaction, or rolled back — invalidates the plan, and the next
+// statement plans it again and checks the catalog again
+// (TestCaptureShapeFollowsDDLInSession). A statement thus pays a
+// comparison of TG_RELID instead of a catalog query: a one-row UPDATE's
+// capture cost 47 instead of 73 µs of CPU (DO loop of committed
+// one-row UPDATEs on a loaded machine, docs/benchmarks.md).
+//
+// Without relid (tracking enabled by a sluice that did not record it)
+// it is the catalog query itself, run on every statement: one index scan
+// of pg_attribute, each row compared with arrays indexed by attnum (a
+// column beyond them compares NULL, which fails).
+func shapeCheck(attrs []attribute, relid uint32) string {
 	maxNum := 0
 	for _, a := range attrs {
 		maxNum = max(maxNum, int(a.Num))
@@ -62,6 +80,11 @@ func shapeCheck(attrs []attribute) string {
 	}
 	arr := func(elems []string, typ string) string {
 		return sqlLiteral("{"+strings.Join(elems, ",")+"}") + "::pg_catalog." + typ + "[]"
+	}
+	if relid != 0 {
+		rel := sqlLiteral(strconv.FormatUint(uint64(relid), 10)) + "::pg_catalog.oid"
+		return fmt.Sprintf(`sluice.columns_are(%[1]s, %[2]s, %[3]s, %[4]s, %[5]d) AND TG_RELID OPERATOR(pg_catalog.=) %[1]s`,
+			rel, arr(names, "name"), arr(oids, "oid"), arr(mods, "int4"), len(attrs))
 	}
 	return fmt.Sprintf(`(SELECT pg_catalog.count(*) FILTER (WHERE a.attname OPERATOR(pg_catalog.=) (%[1]s)[a.attnum]
 		AND a.atttypid OPERATOR(pg_catalog.=) (%[2]s)[a.attnum] AND a.atttypmod OPERATOR(pg_catalog.=) (%[3]s)[a.attnum]) OPERATOR(pg_catalog.=) %[4]d
@@ -138,8 +161,9 @@ func captureFuncDDL(t *Tracked, attrs []attribute) []string {
 	// anyway).
 	//
 	// Typed path: while the table has exactly the columns it had when
-	// tracking was enabled (shapeCheck, one catalog lookup per
-	// statement), one INSERT … SELECT per statement names them. After any
+	// tracking was enabled (shapeCheck: a constant in the session's
+	// cached plan, checked again in the catalog after every change of the
+	// table's columns), one INSERT … SELECT per statement names them. After any
 	// DDL that adds, drops, renames or retypes a column, that INSERT
 	// would fail (and fail the application's statement), so the function
 	// logs the whole row as to_json(row) in __extra instead, naming no
@@ -231,7 +255,7 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END
-$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Key)), update, notifyGate(NotifyChannel(t.Key)), shapeCheck(attrs), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r.*), $1, $2 FROM `, log))),
+$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Key)), update, notifyGate(NotifyChannel(t.Key)), shapeCheck(attrs, t.Relid), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r.*), $1, $2 FROM `, log))),
 		fmt.Sprintf(`REVOKE ALL ON FUNCTION %s() FROM PUBLIC`, fn)}
 	return out
 }

@@ -41,7 +41,12 @@
 // and the lock it waits for (locks.go).
 //
 // The function checks once per statement that the table still has the
-// columns (attnum, name, type) it had when tracking was enabled; after a
+// columns (attnum, name, type) it had when tracking was enabled (a
+// constant PostgreSQL computes when it plans the check, through the
+// IMMUTABLE sluice.columns_are, and computes again after any change of
+// the table's columns, which invalidates the session's cached plan;
+// shapeCheck; functions written by an earlier sluice query pg_attribute
+// on every statement until tracking is enabled again); after a
 // DDL that adds, drops, renames or retypes one, it logs each row as
 // to_json(row) in the log's __extra column instead of naming columns that
 // may no longer exist, so the application's statements never fail
