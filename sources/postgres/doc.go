@@ -45,10 +45,13 @@
 // constant PostgreSQL computes when it plans the check, through the
 // IMMUTABLE sluice.columns_are, and computes again after any change of
 // the table's columns, which invalidates the session's cached plan;
-// shapeCheck; functions written by an earlier sluice query pg_attribute
-// on every statement until tracking is enabled again); after a
-// DDL that adds, drops, renames or retypes one, it logs each row as
-// to_json(row) in the log's __extra column instead of naming columns that
+// shapeCheck; a function written by an earlier sluice queries
+// pg_attribute on every statement until sluice rewrites it: when
+// tracking is enabled again, or after a change of the table's columns;
+// after a restore from a dump, whose new table oid makes the check
+// false, the next read rewrites it);
+// after a DDL that adds, drops, renames or retypes one, it logs each row
+// as to_json(row) in the log's __extra column instead of naming columns that
 // may no longer exist, so the application's statements never fail
 // because of capture. Each JSON row also records the attnums of its
 // values (__attnums), so a value is never taken for another column by

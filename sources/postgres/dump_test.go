@@ -162,6 +162,21 @@ func TestWholeDumpRestore(t *testing.T) {
 	defer b2.Close()
 	_, got := read(t, b2, "order_s", true)
 	check(t, "restored copy's stream", sorted(got), []string{"INSERT 3 cy", "UPDATE_AFTER 2 bo", "UPDATE_BEFORE 2 bob"})
+	// The function's shape check names the original's oid, so the restored
+	// copy logged row 3 as JSON; the read wrote the function again for the
+	// table's oid, and the next row is logged typed again.
+	if _, err := app.Exec(t.Context(), `INSERT INTO "order" VALUES (4, 'dee')`); err != nil {
+		t.Fatal(err)
+	}
+	var json bool
+	if err := b2.pool.QueryRow(t.Context(), `SELECT __extra IS NOT NULL FROM sluice.log_order ORDER BY __seq DESC LIMIT 1`).Scan(&json); err != nil {
+		t.Fatal(err)
+	}
+	if json {
+		t.Error("after the first read of the restored copy, a row is still logged as JSON")
+	}
+	_, got = read(t, b2, "order_s", true)
+	check(t, "restored copy's stream, next read", got, []string{"INSERT 4 dee"})
 	track(t, b2, "order")
 	var recorded, now uint32
 	if err := b2.pool.QueryRow(t.Context(), `SELECT relid, '"order"'::regclass::oid FROM sluice.tracking WHERE table_name = 'order'`).Scan(&recorded, &now); err != nil {

@@ -472,7 +472,8 @@ func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string) ([]string
 		return nil, fmt.Errorf("%w: the columns of %s changed while its change log was brought in line", runner.ErrPlanStale, sinkpg.Quote(t.Table.Name))
 	}
 	var oldNames []string
-	if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}') FROM sluice.tracking WHERE table_name = $1`, key).Scan(&oldNames); err != nil {
+	var recorded *uint32 // the oid the function was written for (its shape check names it)
+	if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}'), relid FROM sluice.tracking WHERE table_name = $1`, key).Scan(&oldNames, &recorded); err != nil {
 		return nil, err
 	}
 	altered, err := followColumns(ctx, tx, t, attrs, oldNames)
@@ -504,7 +505,11 @@ func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string) ([]string
 		return nil, err
 	}
 	names := attnamesOf(attrs)
-	if !altered && !added && len(adds) == 0 && slices.Equal(names, oldNames) {
+	// A restored database gives the table a new oid: the function's shape
+	// check, written for the old one, is false, and every row travels as
+	// JSON until the function is written again for this oid.
+	sameOid := recorded != nil && *recorded == t.Relid
+	if !altered && !added && len(adds) == 0 && slices.Equal(names, oldNames) && sameOid {
 		return names, nil // only rows logged as JSON to move: the function is the columns' already
 	}
 	for _, st := range captureFuncDDL(t, attrs) {
@@ -512,7 +517,7 @@ func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string) ([]string
 			return nil, fmt.Errorf("%w (in: %s)", err, firstLine(st))
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE sluice.tracking SET attnames = $1 WHERE table_name = $2`, names, key); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE sluice.tracking SET attnames = $1, relid = $3 WHERE table_name = $2`, names, key, t.Relid); err != nil {
 		return nil, err
 	}
 	return names, nil
