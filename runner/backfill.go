@@ -309,7 +309,9 @@ func (b *backfill) fresh(created bool) *backfillState {
 // transaction a CopySinkTx that accepts its format and column types
 // (PostgreSQL into PostgreSQL; SQLite into PostgreSQL, whose stored
 // values in sluice's forms are written as PostgreSQL COPY text without
-// being decoded: sources/sqlite PrepareCopy), each chunk streams from the
+// being decoded: sources/sqlite PrepareCopy; PostgreSQL into SQLite,
+// whose sink turns each value's COPY text into its storage form without
+// decoding the row: sinks/sqlite CopyFrom), each chunk streams from the
 // source's COPY into the sink's (backfill_copy.go); a chunk whose COPY
 // fails (a value the target refuses, or a SQLite value not in sluice's
 // form) is copied again through sluice, which converts it as a run does
@@ -747,7 +749,7 @@ func (r *Runner) PlanBackfill(ctx context.Context, prep *Prepared, opt BackfillO
 	}
 	switch {
 	case pt != nil:
-		p.Steps = append(p.Steps, passThroughSteps(pt)...)
+		p.Steps = append(p.Steps, passThroughSteps(pt, p.Sink.Backend)...)
 		bp.Chunk = pt.size
 		p.Steps = append(p.Steps, plan.Step{Where: "sluice", What: fmt.Sprintf("when the target cannot take the source's text form as it is (checked in the first chunk's transaction), or for a chunk whose COPY failed: rows go through sluice in chunks of %d, as follows", b.opt.Chunk)})
 	case ec != nil:

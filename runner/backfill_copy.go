@@ -196,9 +196,17 @@ func (b *backfill) copyChunk(ctx context.Context, pt *passThrough, after []any, 
 	return bound, false, nil
 }
 
-// passThroughSteps lists the pass-through's steps for --dry-run.
-func passThroughSteps(pt *passThrough) []plan.Step {
+// passThroughSteps lists the pass-through's steps for --dry-run, for a
+// sink of the given backend ("postgres" loads the text with COPY FROM
+// STDIN; "sqlite" parses it and writes each value's storage form with
+// prepared multi-row INSERTs, sinks/sqlite CopyFrom).
+func passThroughSteps(pt *passThrough, backend string) []plan.Step {
 	out := slices.Clone(pt.src.Steps())
+	if backend == "sqlite" {
+		return append(out,
+			plan.Step{Where: "sluice", What: "stream each chunk's COPY text from the source's COPY to the sink, through a pipe; each value's text is turned into the form the SQLite target stores without decoding the row; a chunk that fails is done again through sluice, which names the row and column"},
+			plan.Step{Where: "sink", What: "per chunk: in one transaction, multi-row INSERT INTO target of the chunk's rows (a merge target only while it was empty at the start; else the rows go through sluice), with the job's checkpoint"})
+	}
 	return append(out,
 		plan.Step{Where: "sluice", What: "stream each chunk's COPY text from the source's COPY into the sink's, through a pipe (no row is decoded); a chunk whose COPY fails is done again through sluice, which names the row and column"},
 		plan.Step{Where: "sink", What: "per chunk: in one transaction, COPY target FROM STDIN (a merge target that was not empty at the start: COPY into a TEMP table, then INSERT … ON CONFLICT (keys) DO UPDATE), with the job's checkpoint"})

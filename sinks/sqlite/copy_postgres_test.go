@@ -204,3 +204,36 @@ func TestBackfillPassThroughIntoSQLite(t *testing.T) {
 		})
 	}
 }
+
+// TestBackfillDryRunIntoSQLite: the dry run of a PostgreSQL → SQLite
+// backfill describes what the SQLite sink does with the COPY text (INSERTs
+// into the target), not PostgreSQL's COPY FROM STDIN.
+func TestBackfillDryRunIntoSQLite(t *testing.T) {
+	srcURL, c := pgSource(t)
+	sqliteFormTable(t, srcURL, c, 3)
+	file := filepath.Join(t.TempDir(), "t.db")
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: srcURL}
+	t.Cleanup(func() { r.Close() })
+	job, err := dsl.ParseJob("copy.yaml", []byte("name: j\nsource: s\nsink:\n  table: mixed\n  mode: append\n  connection: 'sqlite:"+file+"'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep, err := r.Plan(t.Context(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp, err := r.PlanBackfill(t.Context(), prep, runner.BackfillOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink []string
+	for _, s := range bp.Plan.Steps {
+		if s.Where == "sink" {
+			sink = append(sink, s.What)
+		}
+	}
+	all := strings.Join(sink, "\n")
+	if strings.Contains(all, "COPY target FROM STDIN") || !strings.Contains(all, "INSERT INTO target") {
+		t.Errorf("the sink steps of a SQLite target should name its INSERTs, not COPY FROM STDIN:\n%s", all)
+	}
+}
