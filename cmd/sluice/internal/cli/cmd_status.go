@@ -23,7 +23,10 @@ func newStatusCmd(e *env) *cobra.Command {
 		Use:   "status [flags] DIR|FILE…",
 		Short: "list jobs with schedule, last run, next fire, pending changes and health",
 		Long: "List each job with its schedule, last run (from the state database sluice serve writes),\n" +
-			"next fire time, pending changes (read, not consumed) and health.",
+			"next fire time, pending changes (read, not consumed) and health.\n\n" +
+			"Exit status: 0 when every job is healthy (ok, never run, retrying, or unknown without a\n" +
+			"history); 1 when a job is stopped, failing or has an invalid schedule, or a job file\n" +
+			"does not load (the table is printed first), so a monitoring check can run it as it is.",
 		ValidArgsFunction: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdStatus(cmd.Context(), e, conn, state, format, args)
@@ -63,9 +66,11 @@ func cmdStatus(ctx context.Context, e *env, conn, state, format string, paths []
 		hist = st
 	}
 	var jobs []*plan.Job
+	bad := 0 // job files that do not load
 	for _, f := range files {
 		if f.err != nil {
 			fmt.Fprintln(e.stderr, f.err)
+			bad++
 			continue
 		}
 		jobs = append(jobs, f.job)
@@ -75,9 +80,12 @@ func cmdStatus(ctx context.Context, e *env, conn, state, format string, paths []
 		return err
 	}
 	if format == "json" {
-		return writeJSON(e.stdout, struct {
+		if err := writeJSON(e.stdout, struct {
 			Jobs []serve.JobStatus `json:"jobs"`
-		}{sts})
+		}{sts}); err != nil {
+			return err
+		}
+		return unhealthy(e, sts, bad)
 	}
 	cols := []cdc.Column{{Name: "job", Type: cdc.TypeString}, {Name: "schedule", Type: cdc.TypeString}, {Name: "last run", Type: cdc.TypeString},
 		{Name: "next fire", Type: cdc.TypeString}, {Name: "pending", Type: cdc.TypeString}, {Name: "health", Type: cdc.TypeString}}
@@ -110,5 +118,33 @@ func cmdStatus(ctx context.Context, e *env, conn, state, format string, paths []
 		}
 		rows = append(rows, []any{s.Job, s.Schedule, last, next, pending, health})
 	}
-	return stdout.Table(e.stdout, cols, rows)
+	if err := stdout.Table(e.stdout, cols, rows); err != nil {
+		return err
+	}
+	return unhealthy(e, sts, bad)
+}
+
+// unhealthy returns errFailed (exit code 1), after a line on stderr
+// counting them, when a job of sts is not healthy (stopped, failing, an
+// invalid schedule, or retrying past serve's limit) or bad job files did
+// not load; nil otherwise.
+func unhealthy(e *env, sts []serve.JobStatus, bad int) error {
+	n := 0
+	for _, s := range sts {
+		if !s.Healthy {
+			n++
+		}
+	}
+	if n == 0 && bad == 0 {
+		return nil
+	}
+	switch {
+	case bad == 0:
+		fmt.Fprintf(e.stderr, "sluice status: %d of %d jobs unhealthy\n", n, len(sts))
+	case n == 0:
+		fmt.Fprintf(e.stderr, "sluice status: %d job files do not load\n", bad)
+	default:
+		fmt.Fprintf(e.stderr, "sluice status: %d of %d jobs unhealthy; %d job files do not load\n", n, len(sts), bad)
+	}
+	return errFailed
 }

@@ -114,3 +114,21 @@ func TestRunRecordsNetZero(t *testing.T) {
 		t.Errorf("a run that read nothing but moved its offset: %d runs in the history, want %d", n, before+1)
 	}
 }
+
+// TestStatusExitCode: `sluice status` exits 0 while every job is healthy
+// and 1 (after printing the table) when one is failing — its stream does
+// not exist, so its next run fails — so a monitoring check can use it.
+func TestStatusExitCode(t *testing.T) {
+	d := seededDB(t)
+	good := repoPath("examples/orders/orders_append.yaml")
+	if r := sluice(t, "status", "--conn", d.conn, good); r.code != 0 {
+		t.Errorf("status of a healthy job: want exit 0; %v", r)
+	}
+	bad := writeFile(t, d.dir, "gone.yaml", "name: gone\nsource: no_such_stream\nsink: {table: gone_copy}\n")
+	for _, format := range []string{"table", "json"} {
+		r := sluice(t, "status", "--conn", d.conn, "--format", format, good, bad)
+		if r.code != 1 || !strings.Contains(r.stdout, "failing") || !strings.Contains(r.stdout, "orders_append") || !strings.Contains(r.stderr, "1 of 2 jobs unhealthy") {
+			t.Errorf("status --format %s with a failing job: want exit 1, both jobs listed, one failing, and the count on stderr; %v", format, r)
+		}
+	}
+}
