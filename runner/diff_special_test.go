@@ -14,7 +14,8 @@ import (
 // NULL and report a correct copy DIFFERENT), and a real difference in such
 // a row is still reported. The changes are written to the target's own
 // storage (raw SQL), and the expected texts are PostgreSQL's own output
-// for the values inserted.
+// for the values inserted. An inet host address ('::1', stored in SQLite
+// as psql prints it) is equal to its copy, not '::1/128' against '::1'.
 func TestDiffSpecialValues(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -30,6 +31,8 @@ func TestDiffSpecialValues(t *testing.T) {
 			want: diffOutcome{different: 1, examples: []string{"different '2' ts:'2024-01-15 10:00:00+00:00'→'infinity'"}}},
 		{name: "NaN vs a number", change: "UPDATE tgt SET n = 1 WHERE id = 1",
 			want: diffOutcome{different: 1, examples: []string{"different '1' n:'NaN'→'1'"}}},
+		{name: "inet host vs another", change: "UPDATE tgt SET ip = '10.1.2.4' WHERE id = 2",
+			want: diffOutcome{different: 1, examples: []string{"different '2' ip:'10.1.2.3'→'10.1.2.4'"}}},
 		{name: "NULL vs infinity", change: "UPDATE tgt SET d = NULL WHERE id = 2; UPDATE tgt SET d = 'infinity' WHERE id = 3",
 			want: diffOutcome{different: 2, examples: []string{"different '2' d:'infinity'→NULL", "different '3' d:NULL→'infinity'"}}},
 	}
@@ -46,8 +49,8 @@ func TestDiffSpecialValues(t *testing.T) {
 					if p.tgt == "pg" {
 						tgt = src
 					}
-					pgExec(t, src, `CREATE TABLE src (id int PRIMARY KEY, ts timestamptz, d date, n numeric, f float8);
-INSERT INTO src VALUES (1, 'infinity', '-infinity', 'NaN', 'NaN'), (2, '2024-01-15 10:00:00+00', 'infinity', 1.50, '-Infinity'), (3, NULL, NULL, NULL, NULL)`)
+					pgExec(t, src, `CREATE TABLE src (id int PRIMARY KEY, ts timestamptz, d date, n numeric, f float8, ip inet);
+INSERT INTO src VALUES (1, 'infinity', '-infinity', 'NaN', 'NaN', '::1'), (2, '2024-01-15 10:00:00+00', 'infinity', 1.50, '-Infinity', '10.1.2.3'), (3, NULL, NULL, NULL, NULL, '10.0.0.0/8')`)
 					e.sql(src, `ALTER TABLE src SET PROPERTIES ('change_tracking' = 'true');
 CREATE TABLE STREAM src_s ON TABLE src WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE');`)
 					j := "connection: '" + src + "'\nsource: src_s\nsink: {table: tgt, mode: merge, keys: [id], connection: '" + tgt + "'}\n"
