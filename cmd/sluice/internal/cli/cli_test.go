@@ -134,6 +134,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"sql", "--conn", d.conn, "-f", "x.sql", "SELECT 1"}, "not both"},
 		{[]string{"sql", "--conn", d.conn, "--format", "xml", "SELECT 1"}, "table, jsonl, csv"},
 		{[]string{"run", "--no-such-flag", "x.yaml"}, "no-such-flag"},
+		{[]string{"run", "--batch", "0", "x.yaml"}, "--batch must be at least 1"},
+		{[]string{"run", "--batch", "-5", "x.yaml"}, "--batch must be at least 1"},
+		{[]string{"preview", "--conn", d.conn, "--limit", "0", "s"}, "--limit must be at least 1"},
+		{[]string{"history", "--state", d.conn, "--limit", "-1"}, "--limit must be at least 1"},
+		{[]string{"serve", "--conn", d.conn, "--max-runs", "0", "x.yaml"}, "--max-runs must be at least 1"},
+		{[]string{"serve", "--conn", d.conn, "--grace", "-1s", "x.yaml"}, "--grace must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -62,6 +62,9 @@ func cmdHistory(ctx context.Context, e *env, state, format string, limit int, re
 	if err := checkFormat(format, "table", "json"); err != nil {
 		return err
 	}
+	if limit < 1 {
+		return usageErr("--limit must be at least 1")
+	}
 	job := ""
 	if len(rest) == 1 {
 		job = rest[0]

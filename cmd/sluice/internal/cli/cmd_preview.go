@@ -56,6 +56,9 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 	if err := checkFormat(f.format, "table", "jsonl", "csv", "json"); err != nil {
 		return err
 	}
+	if f.limit < 1 {
+		return usageErr("--limit must be at least 1")
+	}
 	r := newRunner(e, f.conn)
 	defer r.Close()
 	b, err := r.Backend(ctx, "")

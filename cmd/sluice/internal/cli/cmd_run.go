@@ -73,6 +73,9 @@ func cmdRun(ctx context.Context, e *env, fl runFlags, paths []string) error {
 	if len(paths) == 0 {
 		return usageErr("name at least one job file or directory")
 	}
+	if fl.batch < 1 {
+		return usageErr("--batch must be at least 1")
+	}
 	files, err := loadJobs(paths, e.maxJobSize)
 	if err != nil {
 		return err

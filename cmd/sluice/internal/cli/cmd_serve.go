@@ -61,6 +61,12 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 	if len(paths) == 0 {
 		return usageErr("name a directory or job files")
 	}
+	if f.maxRuns < 1 {
+		return usageErr("--max-runs must be at least 1")
+	}
+	if f.grace < 0 {
+		return usageErr("--grace must not be negative")
+	}
 	log := e.log
 	r := newRunner(e, f.conn)
 	r.Log = log
