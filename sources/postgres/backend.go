@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/sluicedata/sluice/internal/redact"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluicedata/sluice/runner"
@@ -205,12 +207,32 @@ DO $$ BEGIN
 	END IF;
 END $$;`
 
-// ensureSchema creates the sluice schema and tables once per backend.
-// Concurrent sluice processes serialize on an advisory lock.
+// schemaComplete is true when schema sluice holds every table and column
+// schemaDDL and sinks/postgres.EnsureCheckpoints create: then no DDL is
+// run at all, so a role without CREATE on the database (an application
+// role reading or writing streams that an owner set up) can use it.
+// It reads the catalogs by name, which every role may.
+const schemaComplete = `SELECT count(*) = 6 FROM pg_catalog.pg_attribute a
+	JOIN pg_catalog.pg_class c ON c.oid = a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = 'sluice' AND NOT a.attisdropped AND (c.relname, a.attname) IN
+		(('tracking', 'relid'), ('tracking', 'attnames'), ('tracking', 'paired_key'), ('streams', 'stale_since'), ('listeners', 'pid'), ('checkpoints', 'updated_at'))`
+
+// ensureSchema creates the sluice schema and tables once per backend,
+// unless they are all there (schemaComplete). Concurrent sluice processes
+// serialize on an advisory lock. A role that may not create them gets an
+// error saying who can.
 func (b *Backend) ensureSchema(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ensured {
+		return nil
+	}
+	var complete bool
+	if err := b.pool.QueryRow(ctx, schemaComplete).Scan(&complete); err != nil {
+		return b.wrap(err, "read schema sluice")
+	}
+	if complete {
+		b.ensured = true
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
@@ -222,6 +244,10 @@ func (b *Backend) ensureSchema(ctx context.Context) error {
 		}
 		return sinkpg.EnsureCheckpoints(ctx, tx)
 	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return b.wrap(err, "create schema sluice (sluice's own tables are created on first use by a role with CREATE on the database, e.g. the owner of the tables to track: run any sluice command as that role once, or GRANT CREATE ON DATABASE to this one)")
+	}
 	if err != nil {
 		return b.wrap(err, "create schema sluice")
 	}

@@ -33,6 +33,10 @@ var (
 	// ErrTriggersMissing is a tracked table whose capture triggers are
 	// missing or disabled.
 	ErrTriggersMissing = runner.SchemaSentinel("capture triggers are missing")
+	// ErrNotOwner is enabling change tracking, or changing the capture
+	// of a table, as a role that is neither the table's owner nor a
+	// member of it: CREATE and DROP TRIGGER need the owner's rights.
+	ErrNotOwner = errors.New("change tracking needs the table's owner")
 	// ErrIsPartition is enabling change tracking on a partition: its
 	// statement-level triggers do not fire for statements on the
 	// partitioned table, so changes made through it would be missed.

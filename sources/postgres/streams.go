@@ -45,7 +45,10 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 	lock := func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
 		first = false
 		t, ok, err := b.tracked(ctx, tx, st.Table)
-		if err != nil || !ok {
+		if err != nil {
+			return tableLock{mode: shareRowExcl}, err
+		}
+		if !ok {
 			return tableLock{mode: shareRowExcl}, nil // the statement reports it
 		}
 		names, err := streamsOn(ctx, tx, t.Key)
@@ -61,7 +64,7 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 		}
 		return tableLock{relid, shareRowExcl, ""}, lockOid(ctx, tx, relid, shareRowExcl)
 	}
-	return b.wrap(b.withTableLock(ctx, "create table stream "+st.Stream, sinkpg.Quote(st.Table), lock, func(tx pgx.Tx) error {
+	return b.wrap(b.notOwnerHint(ctx, st.Table, b.withTableLock(ctx, "create table stream "+st.Stream, sinkpg.Quote(st.Table), lock, func(tx pgx.Tx) error {
 		t, ok, err := b.tracked(ctx, tx, st.Table)
 		if err != nil {
 			return err
@@ -129,7 +132,7 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 			b.log.Info("table stream created", "stream", st.Stream, "table", st.Table, "mode", mode, "capture_switched_on", first)
 		}
 		return err
-	}), "create table stream %s", st.Stream)
+	})), "create table stream %s", st.Stream)
 }
 
 // DropStream drops a stream; a missing one is an error wrapping

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/runner"
 	sinkpg "github.com/sluicedata/sluice/sinks/postgres"
@@ -333,6 +334,9 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 	if err := b.ensureSchema(ctx); err != nil {
 		return err
 	}
+	if err := b.ownerFirst(ctx, table); err != nil {
+		return b.wrap(err, "enable change tracking on %s", sinkpg.Quote(table))
+	}
 	lock := func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
 		var relid *uint32
 		if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(table)).Scan(&relid); err != nil || relid == nil {
@@ -392,6 +396,9 @@ func (b *Backend) enableIn(ctx context.Context, tx pgx.Tx, table string, firstSt
 	}
 	var relid uint32
 	if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(table)).Scan(&relid); err != nil {
+		return nil, err
+	}
+	if err := checkOwner(ctx, tx, relid, table); err != nil {
 		return nil, err
 	}
 	attrs, err := tableAttributes(ctx, tx, relid)
@@ -651,4 +658,49 @@ func streamsOn(ctx context.Context, q sinkpg.Querier, table string) ([]string, e
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// checkOwner returns an error wrapping ErrNotOwner, naming the owner,
+// when the session's role is neither the owner of the table with oid
+// relid (named table by the user) nor a member of the owning role (nor a
+// superuser): installing or dropping its capture triggers needs that
+// (PostgreSQL manual, CREATE TRIGGER), and the capture function runs with
+// the rights of the role that enabled tracking.
+func checkOwner(ctx context.Context, q sinkpg.Querier, relid uint32, table string) error {
+	var owns bool
+	var owner, role string
+	if err := q.QueryRow(ctx, `SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE'), c.relowner::pg_catalog.regrole::text, current_user::text FROM pg_catalog.pg_class c WHERE c.oid = $1`, relid).Scan(&owns, &owner, &role); err != nil {
+		return err
+	}
+	if !owns {
+		return fmt.Errorf("%w: %s is owned by %s and this session runs as %s; enable change tracking (and create or drop the table's first and last stream) as %s or a member of it — the application's roles need no grant on sluice's objects to write the table afterwards",
+			ErrNotOwner, sinkpg.Quote(table), owner, role, owner)
+	}
+	return nil
+}
+
+// ownerFirst is checkOwner on a session of the pool, before any statement
+// on sluice's tables (which a role that does not own the table may not
+// read either); a table that does not exist passes (the statement says
+// so).
+func (b *Backend) ownerFirst(ctx context.Context, table string) error {
+	var relid *uint32
+	if err := b.pool.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(table)).Scan(&relid); err != nil || relid == nil {
+		return err
+	}
+	return checkOwner(ctx, b.pool, *relid, table)
+}
+
+// notOwnerHint returns err, or when err is a permission error (SQLSTATE
+// 42501) and the session's role does not own table, the ErrNotOwner error
+// that says who does, with the database's message.
+func (b *Backend) notOwnerHint(ctx context.Context, table string, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		return err
+	}
+	if oerr := b.ownerFirst(ctx, table); errors.Is(oerr, ErrNotOwner) {
+		return fmt.Errorf("%w (the database said: %s)", oerr, pe.Message)
+	}
+	return err
 }

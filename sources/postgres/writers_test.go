@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -145,4 +147,45 @@ func TestWritersWithoutOwnership(t *testing.T) {
 	}
 	_, got = read(t, ob, "acct_s", true)
 	check(t, "TRUNCATE by a non-owner role", sorted(got), sorted(deletes))
+}
+
+// TestEnableTrackingNeedsOwner: an application role that may write the
+// table but does not own it (and has no CREATE on the database) gets, on
+// enabling tracking, an error naming the owner — not "permission denied
+// for database" from re-creating sluice's schema, which is already there —
+// and its stream statements on a table it does not own say the same.
+func TestEnableTrackingNeedsOwner(t *testing.T) {
+	super, u := openDB(t)
+	ctx := t.Context()
+	roles := newRoles(t, super, u, "sl_own", "sl_app")
+	owner, app := roles[0], roles[1]
+	q := func(n string) string { return pgx.Identifier{n}.Sanitize() }
+	var db string
+	if err := super.pool.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	sqlExec(t, super, `GRANT CREATE ON DATABASE `+q(db)+` TO `+q(owner), `GRANT CREATE ON SCHEMA public TO `+q(owner))
+	ob, err := Open(ctx, asUser(t, u, owner), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	sqlExec(t, ob, `CREATE TABLE items (id int PRIMARY KEY, v text)`, `CREATE TABLE other (id int PRIMARY KEY)`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON items, other TO `+q(app))
+	track(t, ob, "items")
+	ab, err := Open(ctx, asUser(t, u, app), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ab.Close()
+	for _, table := range []string{"items", "other"} {
+		err := ab.EnableTracking(ctx, table)
+		if !errors.Is(err, ErrNotOwner) || !strings.Contains(err.Error(), owner) || strings.Contains(err.Error(), "create schema") {
+			t.Errorf("enable tracking on %s as %s: want ErrNotOwner naming %s, got %v", table, app, owner, err)
+		}
+	}
+	err = ab.CreateStream(ctx, &dsl.CreateStream{Stream: "items_s", Table: "items", Mode: dsl.ModeStandard})
+	if !errors.Is(err, ErrNotOwner) {
+		t.Errorf("first stream on items as %s: want ErrNotOwner, got %v", app, err)
+	}
 }
