@@ -137,7 +137,11 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 		return nil, err
 	}
 	if st.Merge != nil && !exists {
-		return nil, fmt.Errorf("postgres sink: MERGE INTO %s: the target table does not exist; create it first (CREATE TABLE)", Quote(st.Table))
+		var db string
+		if err := q.QueryRow(ctx, `SELECT current_database()::text`).Scan(&db); err != nil {
+			db = "?"
+		}
+		return nil, fmt.Errorf("postgres sink: MERGE INTO %s: the target table does not exist in database %s; create it first (CREATE TABLE)", Quote(st.Table), Quote(db))
 	}
 	if !exists {
 		var keys []string

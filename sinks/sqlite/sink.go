@@ -108,7 +108,11 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 		return nil, err
 	}
 	if st.Merge != nil && !exists {
-		return nil, fmt.Errorf("sqlite sink: MERGE INTO %q: the target table does not exist; create it first (CREATE TABLE)", st.Table)
+		var file string
+		if err := q.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file); err != nil || file == "" {
+			file = "an in-memory database"
+		}
+		return nil, fmt.Errorf("sqlite sink: MERGE INTO %q: the target table does not exist in %s; create it first (CREATE TABLE)", st.Table, file)
 	}
 	if !exists {
 		var keys []string
