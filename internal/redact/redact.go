@@ -499,19 +499,29 @@ func Ambiguous(conn string) string {
 		return ""
 	}
 	info := rest[:at]
-	u, err := url.Parse(c)
-	if err != nil && !strings.ContainsAny(info, " \"#%/<>?@[\\]^`{|}") {
-		if _, perr := url.Parse(m[0] + "//x@" + rest[at+1:]); perr != nil {
-			return "" // the user info is plain: the error is past it (a bad port…), and the parser's own error says so
-		}
-	}
 	_, pass, _ := strings.Cut(info, ":")
-	if err == nil && u.User != nil {
+	// exact: u's user info is info, read the same by every parser.
+	exact := func(u *url.URL) bool {
+		if u == nil || u.User == nil {
+			return false
+		}
 		got, _ := u.User.Password()
 		want, derr := url.PathUnescape(pass)
-		if derr == nil && got == want && u.User.String() != "" && !strings.ContainsAny(info, "/?#@ ") {
-			return ""
+		return derr == nil && got == want && u.User.String() != "" && !strings.ContainsAny(info, "/?#@ ")
+	}
+	u, err := url.Parse(c)
+	if err != nil {
+		if _, perr := url.Parse(m[0] + "//x@" + rest[at+1:]); perr != nil {
+			// The part after the user info fails on its own (a bad
+			// port…): the parser's own error says so, unless the user
+			// info is wrong too.
+			if ui, uerr := url.Parse(m[0] + "//" + info + "@x"); !strings.ContainsAny(info, " \"#%/<>?@[\\]^`{|}") || (uerr == nil && exact(ui)) {
+				return ""
+			}
 		}
+	}
+	if err == nil && exact(u) {
+		return ""
 	}
 	return "the user info (before the last '@') holds a character that must be percent-encoded in a URL " +
 		"(a space or one of \" # % / < > ? @ [ \\ ] ^ ` { | }: write %20 %22 %23 %25 %2F %3C %3E %3F %40 %5B %5C %5D %5E %60 %7B %7C %7D), or use a key=value connection string"

@@ -114,6 +114,10 @@ func TestAmbiguous(t *testing.T) {
 		{"postgres://host/db", false},
 		{"postgres://app:plain@host:54x2/db", false}, // a bad port is the parser's error to tell, not the user info's
 		{"postgres://app:a#b@host:54x2/db", true},
+		{"postgres://app:a%40b@host:port/db", false}, // encoded user info, a bad port: the port's error (fresh-user trial)
+		{"postgres://app:a%40b@[::1:5432/db", false}, // encoded user info, a bad IPv6 host
+		{"postgres://app:a%zz@host:port/db", true},   // a bad escape in the user info and a bad port: the user info first
+		{"postgres://app:a@b@host:port/db", true},
 		{"host=h password=x", false},
 	} {
 		if got := Ambiguous(c.in) != ""; got != c.amb {

@@ -661,6 +661,7 @@ func TestConnErrorExitCodes(t *testing.T) {
 	for _, c := range []struct{ conn, want string }{
 		{"postgres://u:p#x@127.0.0.1/db", "must be percent-encoded"},
 		{"postgres://u:plain@127.0.0.1:54x2/db", "invalid port"},
+		{"postgres://u:a%40b@127.0.0.1:port/db", "invalid port"},
 		{"bogus://x", "want sqlite: or postgres://"},
 		{"sqlite:", "missing file path"},
 	} {
