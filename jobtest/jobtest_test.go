@@ -114,6 +114,7 @@ func TestMalformedFile(t *testing.T) {
 		}},
 		{"syntax", "cases: [\n", []string{`t.test.yaml:1:8: bad test file:`}},
 		{"postgres without reason", "requires: postgres\ncases: []\n", []string{`t.test.yaml:1:1: bad test file: requires: postgres needs a reason`}},
+		{"setup as a list", "setup:\n  - CREATE TABLE a (id INT)\ncases: []\n", []string{`t.test.yaml:2:3: bad test file: setup must be one string of statements separated by ';' (a | block), found a list`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("t.test.yaml", []byte(tc.src))

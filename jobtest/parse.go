@@ -254,6 +254,10 @@ func (p *parser) file0(f *File, body ast.Node) {
 		case "job":
 			f.Job, f.JobPos = p.str(e, "job"), e.vat
 		case "setup":
+			if _, isList := e.value.(*ast.SequenceNode); isList {
+				p.add(e.vat, "setup must be one string of statements separated by ';' (a | block), found a list; setup_files takes a list of files")
+				break
+			}
 			f.Setup, f.SetupPos = p.str(e, "setup"), e.vat
 			if _, ok := e.value.(*ast.LiteralNode); ok {
 				f.SetupPos.Line++ // a block scalar's text starts on the next line
