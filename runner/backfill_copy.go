@@ -75,6 +75,26 @@ type CopySinkTx interface {
 	CopyFrom(ctx context.Context, r io.Reader) (int64, error)
 }
 
+// CopyRefusal returns why a sink that loads COPY text in format accepted
+// cannot load a chunk in format with ntypes columns into the target of
+// st, whose rows have ncols columns, whatever the sink (a
+// CopySinkTx.AcceptCopy's shared refusals): another format, a SQL MERGE
+// INTO job, a history sink or one that adds columns of its own (soft
+// deletes), a column count that differs. "" when none applies.
+func CopyRefusal(st *plan.SinkStage, format, accepted string, ntypes, ncols int) string {
+	switch {
+	case format != accepted:
+		return fmt.Sprintf("the source writes %q COPY text", format)
+	case st.Merge != nil:
+		return "a SQL MERGE INTO job"
+	case st.Mode == plan.ModeHistory || len(st.AddedColumns()) > 0:
+		return fmt.Sprintf("mode %s writes columns of its own", st.Mode)
+	case ntypes != ncols:
+		return fmt.Sprintf("the source writes %d columns, the sink %d", ntypes, ncols)
+	}
+	return ""
+}
+
 // passThrough is a backfill's pass-through state.
 type passThrough struct {
 	src   CopyChunks

@@ -46,17 +46,11 @@ func (t *Tx) TargetEmpty(ctx context.Context) (bool, error) {
 // UNIQUE index on the keys that is not deferrable.
 func (t *Tx) AcceptCopy(ctx context.Context, format string, types []string, newKeys bool) (bool, string, error) {
 	st := t.p.st
-	switch {
-	case format != copyTextFormat:
-		return false, fmt.Sprintf("the source writes %q COPY text", format), nil
-	case !t.owned || t.err != nil || t.done:
+	if why := runner.CopyRefusal(st, format, copyTextFormat, len(types), len(t.c.columns)); why != "" {
+		return false, why, nil
+	}
+	if !t.owned || t.err != nil || t.done {
 		return false, "the transaction cannot COPY", nil
-	case st.Merge != nil:
-		return false, "a SQL MERGE INTO job", nil
-	case st.Mode == plan.ModeHistory || len(st.AddedColumns()) > 0:
-		return false, fmt.Sprintf("mode %s writes columns of its own", st.Mode), nil
-	case len(types) != len(t.c.columns):
-		return false, fmt.Sprintf("the source writes %d columns, the sink %d", len(types), len(t.c.columns)), nil
 	}
 	// The target as it is now (created or evolved by Begin), its types
 	// as format_type names them, as the source's are.

@@ -44,21 +44,16 @@ func (t *Tx) TargetEmpty(ctx context.Context) (bool, error) {
 // are). Otherwise it says why (the rows then go through sluice).
 func (t *Tx) AcceptCopy(ctx context.Context, format string, types []string, newKeys bool) (bool, string, error) {
 	st := t.p.st
+	if why := runner.CopyRefusal(st, format, copyTextFormat, len(types), len(st.Schema.Columns)); why != "" {
+		return false, why, nil
+	}
 	switch {
-	case format != copyTextFormat:
-		return false, fmt.Sprintf("the source writes %q COPY text", format), nil
 	case !t.owned || t.err != nil || t.done:
 		return false, "the transaction cannot load COPY text", nil
-	case st.Merge != nil:
-		return false, "a SQL MERGE INTO job", nil
-	case st.Mode == plan.ModeHistory || len(st.AddedColumns()) > 0:
-		return false, fmt.Sprintf("mode %s writes columns of its own", st.Mode), nil
 	case st.Mode == plan.ModeMerge && !newKeys:
 		return false, "a merge into a target that had rows", nil
 	case st.Mode != plan.ModeMerge && t.c.apply != nil:
 		return false, fmt.Sprintf("mode %s stages its rows", st.Mode), nil
-	case len(types) != len(st.Schema.Columns):
-		return false, fmt.Sprintf("the source writes %d columns, the sink %d", len(types), len(st.Schema.Columns)), nil
 	}
 	readers := make([]copyReader, len(types))
 	for i, c := range st.Schema.Columns {
