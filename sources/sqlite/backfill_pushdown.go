@@ -263,17 +263,33 @@ func (e *engineCopy) open(ctx context.Context) error {
 
 // Close implements runner.EngineCopy; it may be called more than once.
 func (e *engineCopy) Close() error {
+	return e.release(context.Background())
+}
+
+// release hands the sink's write connection back after a chunk (or at
+// Close): the process has one write connection per file
+// (sqlitex.OpenShared), which other jobs and the application's statements
+// in this process need between chunks. It detaches the source and puts
+// PRAGMA synchronous back to NORMAL (sqlitex.Open's) when syncLevel
+// raised it; open takes the connection again for the next chunk.
+func (e *engineCopy) release(ctx context.Context) error {
 	if e.conn == nil {
 		return nil
 	}
+	ctx = context.WithoutCancel(ctx)
 	var err error
 	if !e.same {
-		_, err = e.conn.ExecContext(context.Background(), "DETACH DATABASE "+attachedSource)
+		_, err = e.conn.ExecContext(ctx, "DETACH DATABASE "+attachedSource)
+	}
+	if e.sync != "" && e.sync != "NORMAL" {
+		if _, serr := e.conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err == nil {
+			err = serr
+		}
 	}
 	if cerr := e.conn.Close(); err == nil {
 		err = cerr
 	}
-	e.conn = nil
+	e.conn, e.sync = nil, ""
 	return err
 }
 
@@ -291,6 +307,7 @@ func (e *engineCopy) Chunk(ctx context.Context, sp runner.SinkPlan, job string, 
 	if err := e.open(ctx); err != nil {
 		return runner.EngineChunk{}, err
 	}
+	defer func() { _ = e.release(ctx) }()
 	if !e.same {
 		if err := e.syncLevel(ctx, after, n); err != nil {
 			return runner.EngineChunk{}, err
