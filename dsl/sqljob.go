@@ -197,6 +197,13 @@ func readMetadata(s *source, all []token, errs *pos.List) map[string]metaValue {
 				known = known || k == key
 			}
 			if !known {
+				// Other "word: text" lines are comments, but a word a
+				// typo away from a key ("conection", "schedul") is taken
+				// for a misspelled key: left a comment, the job would
+				// run against the default connection or unscheduled.
+				if k := nearMetaKey(key); k != "" {
+					*errs = append(*errs, errAt(s.pos(start), ErrUnknownKey, "unknown metadata key %q (did you mean %q?); the leading comments' \"key: value\" lines set %s", trimmed[m[2]:m[3]], k, strings.Join(metaKeys, ", ")))
+				}
 				continue
 			}
 			raw := trimmed[m[4]:m[5]]
@@ -214,6 +221,22 @@ func readMetadata(s *source, all []token, errs *pos.List) map[string]metaValue {
 		}
 	}
 	return meta
+}
+
+// nearMetaKey returns the metadata key a typo away from key (edit
+// distance 1, or 2 for a key of six characters or more), or "" when none
+// is: "-- note: …" or "-- date: …" stay comments.
+func nearMetaKey(key string) string {
+	limit := 1
+	if len(key) >= 6 {
+		limit = 2
+	}
+	for _, k := range metaKeys {
+		if editDistance(key, k) <= limit {
+			return k
+		}
+	}
+	return ""
 }
 
 // isConsuming reports whether a statement is a job's consuming statement:

@@ -134,6 +134,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"sql", "--conn", d.conn, "-f", "x.sql", "SELECT 1"}, "not both"},
 		{[]string{"sql", "--conn", d.conn, "--format", "xml", "SELECT 1"}, "table, jsonl, csv"},
 		{[]string{"run", "--no-such-flag", "x.yaml"}, "no-such-flag"},
+		{[]string{"run", "--conn", d.conn, "no-such-job.yaml"}, "no-such-job.yaml: no such job file or directory"},
 		{[]string{"run", "--batch", "0", "x.yaml"}, "--batch must be at least 1"},
 		{[]string{"run", "--batch", "-5", "x.yaml"}, "--batch must be at least 1"},
 		{[]string{"preview", "--conn", d.conn, "--limit", "0", "s"}, "--limit must be at least 1"},

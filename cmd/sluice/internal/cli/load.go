@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,8 +39,11 @@ func jobPaths(args []string) (out []string, fromDir map[string]bool, err error) 
 	fromDir = map[string]bool{}
 	for _, a := range args {
 		st, err := os.Stat(a)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, configError{fmt.Errorf("%s: no such job file or directory", a)}
+		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, configError{err}
 		}
 		if !st.IsDir() {
 			out = append(out, a)
@@ -56,7 +60,7 @@ func jobPaths(args []string) (out []string, fromDir map[string]bool, err error) 
 			}
 		}
 		if len(files) == 0 {
-			return nil, nil, fmt.Errorf("%s: no job files (*.yaml, *.yml, *.sql)", a)
+			return nil, nil, configError{fmt.Errorf("%s: no job files (*.yaml, *.yml, *.sql)", a)}
 		}
 		slices.Sort(files)
 		for _, f := range files {
