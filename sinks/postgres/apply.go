@@ -102,9 +102,16 @@ type Apply struct {
 func (a *Apply) Steps() []plan.Step {
 	out := make([]plan.Step, 0, len(a.stmts))
 	for _, s := range a.stmts {
+		sqlMerge := s.kind == kindMerge && s.fallback != nil
+		if sqlMerge {
+			out = append(out, plan.Step{Where: "sink", What: "the MERGE runs under a savepoint (rolled back on a unique violation)", SQL: "SAVEPOINT " + savepoint})
+		}
 		out = append(out, s.step)
 		if !a.deferUnique {
 			out = append(out, s.fallback...)
+		}
+		if sqlMerge {
+			out = append(out, plan.Step{Where: "sink", What: "keep the MERGE's writes", SQL: "RELEASE SAVEPOINT " + savepoint})
 		}
 	}
 	return out
@@ -463,6 +470,12 @@ func (a *Apply) Exec(ctx context.Context, q Querier) (map[cdc.Op]int64, error) {
 	for _, s := range a.stmts {
 		switch s.kind {
 		case kindExec, kindMerge:
+			if s.kind == kindMerge && s.fallback != nil {
+				if err := a.execMerge(ctx, q, s); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if s.fallback != nil {
 				if err := a.execReordering(ctx, q, s, a.deferUnique); err != nil {
 					return nil, err

@@ -18,6 +18,11 @@ type mergeInto struct {
 	table string
 	keys  []cdc.Column // the source columns of the ON equalities
 	names []string     // the target columns they match, for the message
+	// relation, sa and on are the MERGE's source, its (quoted) alias and
+	// its ON condition: what the unique-violation fallback and its error
+	// need (mergeunique.go).
+	relation, sa, on       string
+	targetCols, sourceCols []string
 }
 
 // compileMergeInto compiles a SQL MERGE INTO job (st.Merge) over relation
@@ -130,8 +135,12 @@ func compileMergeInto(st *plan.SinkStage, target cdc.Schema, relation string, op
 			sq, colOp, sq, colVer, sq, colOrd, strings.Join(keyText, ", "), join, takes, strings.Join(srcKeys, ", ")))
 	a.add(kindCount, "count the source rows that take a clause, by change type",
 		fmt.Sprintf("SELECT %s.%s, count(*) FROM %s WHERE %s GROUP BY %s.%s", sq, colOp, join, takes, sq, colOp))
-	a.add(kindMerge, "MERGE with the job's clauses",
-		fmt.Sprintf("MERGE INTO %s AS %s USING %s AS %s ON %s\n%s", Quote(st.Table), tq, relation, sq, strings.Join(on, " AND "), strings.Join(clauses, "\n")))
+	merge := func(into string) string {
+		return fmt.Sprintf("MERGE INTO %s AS %s USING %s AS %s ON %s\n%s", into, tq, relation, sq, strings.Join(on, " AND "), strings.Join(clauses, "\n"))
+	}
+	a.add(kindMerge, "MERGE with the job's clauses", merge(Quote(st.Table)))
+	mi.relation, mi.sa, mi.on, mi.sourceCols = relation, sq, strings.Join(on, " AND "), st.Schema.Names()
+	a.stmts[len(a.stmts)-1].fallback = mi.windowSteps(target, tq, merge(mergeCopy))
 	return a, nil
 }
 

@@ -35,8 +35,12 @@ type stmt struct {
 	step plan.Step
 	kind stmtKind
 	// fallback replaces the statement (an upsert) after a UNIQUE failure
-	// (unique.go).
+	// (unique.go); for the last statement of a SQL MERGE's clauses, it
+	// replaces them all (mergeunique.go).
 	fallback []plan.Step
+	// merge marks the statements of a SQL MERGE's WHEN clauses: they run
+	// under one savepoint (mergeunique.go).
+	merge bool
 }
 
 // Apply is the compiled application of a change relation to a target
@@ -54,9 +58,15 @@ type Apply struct {
 // Steps returns the statements in execution order, for `sluice plan`.
 func (a *Apply) Steps() []plan.Step {
 	out := make([]plan.Step, 0, len(a.stmts))
-	for _, s := range a.stmts {
+	for i, s := range a.stmts {
+		if s.merge && (i == 0 || !a.stmts[i-1].merge) {
+			out = append(out, plan.Step{Where: "sink", What: "the WHEN clauses run under a savepoint (undone together on a UNIQUE failure)", SQL: "SAVEPOINT " + applySavepoint})
+		}
 		out = append(out, s.step)
 		out = append(out, s.fallback...)
+		if s.merge && (i == len(a.stmts)-1 || !a.stmts[i+1].merge) {
+			out = append(out, plan.Step{Where: "sink", What: "keep the WHEN clauses' writes", SQL: "RELEASE " + applySavepoint})
+		}
 	}
 	return out
 }
@@ -398,7 +408,19 @@ func (a *Apply) applyNetIn(net, kl string, isKey []bool, partial bool) {
 // that took an action, by their __op.
 func (a *Apply) Exec(ctx context.Context, q Querier) (map[cdc.Op]int64, error) {
 	written := map[cdc.Op]int64{}
-	for _, s := range a.stmts {
+	for i := 0; i < len(a.stmts); i++ {
+		s := a.stmts[i]
+		if s.merge {
+			j := i
+			for j < len(a.stmts) && a.stmts[j].merge {
+				j++
+			}
+			if err := a.execMerge(ctx, q, a.stmts[i:j]); err != nil {
+				return nil, err
+			}
+			i = j - 1
+			continue
+		}
 		switch s.kind {
 		case kindExec:
 			if s.fallback != nil {

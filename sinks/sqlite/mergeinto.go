@@ -27,6 +27,9 @@ type mergeInto struct {
 	table string
 	keys  []cdc.Column // the source columns of the ON equalities
 	names []string     // the target columns they match, for the message
+	// targetCols and sourceCols are the target's and the source's column
+	// names, for the message of a UNIQUE failure (mergeunique.go).
+	targetCols, sourceCols []string
 }
 
 // compileMergeInto compiles a SQL MERGE INTO (st.Merge) over relation.
@@ -61,7 +64,7 @@ func compileMergeInto(st *plan.SinkStage, target cdc.Schema, relation string) (*
 	if len(m.On) == 0 {
 		return nil, fmt.Errorf("sqlite sink: MERGE INTO %q: the ON condition pairs no columns", st.Table)
 	}
-	mi := &mergeInto{table: st.Table}
+	mi := &mergeInto{table: st.Table, sourceCols: st.Schema.Names()}
 	var on []string
 	for _, kp := range m.On {
 		tc, ok := target.Column(kp.Target)
@@ -125,7 +128,26 @@ func compileMergeInto(st *plan.SinkStage, target cdc.Schema, relation string) (*
 	// Matched clauses first (they address target rows by rowid, which a
 	// later INSERT might reuse), then the NOT MATCHED inserts.
 	kt := keyTextSQL(st.Schema, keyNames, "__m")
-	t := sqlitex.Quote(st.Table)
+	clauses, err := b.clauseSteps(kt)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range clauses {
+		a.stmts = append(a.stmts, stmt{kind: kindExec, merge: true, step: c(sqlitex.Quote(st.Table))})
+	}
+	if len(clauses) > 0 {
+		a.stmts[len(a.stmts)-1].fallback = mi.windowSteps(target, clauses)
+	}
+	a.add(kindExec, "drop the MERGE table", "DROP TABLE "+mt)
+	return a, nil
+}
+
+// clauseSteps returns, for each WHEN clause in the order they run (the
+// MATCHED ones first), its statement over the target t (a quoted table
+// name); kt names the row's key in a value's conversion error.
+func (b *mergeBinder) clauseSteps(kt string) ([]func(t string) plan.Step, error) {
+	st, m, mt := b.st, b.st.Merge, "temp."+mergeTable
+	var out []func(t string) plan.Step
 	for pass := 0; pass < 2; pass++ {
 		for i, wc := range m.Clauses {
 			if wc.Matched != (pass == 0) {
@@ -137,29 +159,34 @@ func compileMergeInto(st *plan.SinkStage, target cdc.Schema, relation string) (*
 			}
 			switch wc.Action {
 			case plan.ActionDelete:
-				a.add(kindExec, fmt.Sprintf("WHEN clause %d: DELETE", n),
-					fmt.Sprintf("DELETE FROM %s WHERE rowid IN (SELECT %s FROM %s WHERE %s = %d)", t, colTrow, mt, colAction, n))
+				out = append(out, func(t string) plan.Step {
+					return plan.Step{Where: "sink", What: fmt.Sprintf("WHEN clause %d: DELETE", n),
+						SQL: fmt.Sprintf("DELETE FROM %s WHERE rowid IN (SELECT %s FROM %s WHERE %s = %d)", t, colTrow, mt, colAction, n)}
+				})
 			case plan.ActionUpdate:
 				sets, err := b.assignments(wc, kt)
 				if err != nil {
 					return nil, err
 				}
-				a.add(kindExec, fmt.Sprintf("WHEN clause %d: UPDATE", n),
-					fmt.Sprintf("UPDATE %s AS __t SET %s FROM %s AS __m WHERE __m.%s = %d AND __t.rowid = __m.%s", t, strings.Join(sets, ", "), mt, colAction, n, colTrow))
+				out = append(out, func(t string) plan.Step {
+					return plan.Step{Where: "sink", What: fmt.Sprintf("WHEN clause %d: UPDATE", n),
+						SQL: fmt.Sprintf("UPDATE %s AS __t SET %s FROM %s AS __m WHERE __m.%s = %d AND __t.rowid = __m.%s", t, strings.Join(sets, ", "), mt, colAction, n, colTrow)}
+				})
 			case plan.ActionInsert:
 				cols, vals, err := b.inserts(wc, kt)
 				if err != nil {
 					return nil, err
 				}
-				a.add(kindExec, fmt.Sprintf("WHEN clause %d: INSERT", n),
-					fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s AS __m WHERE __m.%s = %d ORDER BY __m.%s, __m.%s", t, cols, vals, mt, colAction, n, colVer, colOrd))
+				out = append(out, func(t string) plan.Step {
+					return plan.Step{Where: "sink", What: fmt.Sprintf("WHEN clause %d: INSERT", n),
+						SQL: fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s AS __m WHERE __m.%s = %d ORDER BY __m.%s, __m.%s", t, cols, vals, mt, colAction, n, colVer, colOrd)}
+				})
 			default:
 				return nil, fmt.Errorf("sqlite sink: MERGE INTO %q: WHEN clause %d: unknown action %q", st.Table, n, wc.Action)
 			}
 		}
 	}
-	a.add(kindExec, "drop the MERGE table", "DROP TABLE "+mt)
-	return a, nil
+	return out, nil
 }
 
 func matchedWord(m bool) string {
