@@ -190,3 +190,82 @@ func TestSQLMergeReferencedTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLMergeClausesReadTheTarget: the job's clauses compute from the
+// target's own values (an UPDATE counts the updates of a key in n) and
+// its INSERT leaves n to the column's DEFAULT; a window that swaps two
+// emails and moves an email from a deleted key to a new one is applied
+// with those clauses, as they would apply with the constraint checked at
+// the end: each swapped key counted once, the new key at the DEFAULT
+// (PostgreSQL pushed down, PostgreSQL → SQLite, SQLite pushed down). A
+// PostgreSQL target with a generated column is not applied as a delete
+// and an insert: the run fails as before, saying why.
+func TestSQLMergeClausesReadTheTarget(t *testing.T) {
+	pg := pgtest.NewDatabase(t)
+	e := newEnv(t)
+	lite, liteSink := e.conn("src.db"), e.conn("sink.db")
+	const pgTarget = "CREATE TABLE %s (id integer PRIMARY KEY, email text UNIQUE, rank integer UNIQUE, n integer NOT NULL DEFAULT 0);"
+	const liteTarget = "CREATE TABLE %s (id INTEGER PRIMARY KEY, email TEXT UNIQUE, rank INTEGER UNIQUE, n INTEGER NOT NULL DEFAULT 0);"
+	pgExec(t, pg, "CREATE TABLE us (id integer PRIMARY KEY, email text UNIQUE, rank integer UNIQUE);"+fmt.Sprintf(pgTarget, "c_push")+
+		"CREATE TABLE c_gen (id integer PRIMARY KEY, email text UNIQUE, rank integer UNIQUE, n integer NOT NULL DEFAULT 0, up text GENERATED ALWAYS AS (upper(email)) STORED);")
+	e.sql(lite, fmt.Sprintf(uniqueTable, "us"))
+	if _, err := openSQLite(t, lite).Exec(fmt.Sprintf(liteTarget, "c_push")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openSQLite(t, liteSink).Exec(fmt.Sprintf(liteTarget, "c_lite")); err != nil {
+		t.Fatal(err)
+	}
+	seed := "INSERT INTO us VALUES (1, 'a', 1), (2, 'b', 2), (30, 'moved', 30);"
+	window := "UPDATE us SET email = 'tmp' WHERE id = 1; UPDATE us SET email = 'a' WHERE id = 2; UPDATE us SET email = 'b' WHERE id = 1; DELETE FROM us WHERE id = 30; INSERT INTO us VALUES (31, 'moved', 31);"
+	job := func(name, src, sink, stream, table string) string {
+		j := fmt.Sprintf("-- name: %s\n-- connection: %s\n", name, src)
+		if sink != "" {
+			j += "-- sink_connection: " + sink + "\n"
+		}
+		return j + fmt.Sprintf("MERGE INTO %s AS t USING (SELECT `__change_type`, id, email, rank FROM %s WHERE `__change_type` IN ('INSERT', 'UPDATE_AFTER', 'DELETE')) AS s ON t.id = s.id\n", table, stream) +
+			"WHEN MATCHED AND s.`__change_type` = 'DELETE' THEN DELETE\n" +
+			"WHEN MATCHED THEN UPDATE SET t.email = s.email, t.rank = s.rank, t.n = t.n + 1\n" +
+			"WHEN NOT MATCHED AND s.`__change_type` <> 'DELETE' THEN INSERT (id, email, rank) VALUES (s.id, s.email, s.rank);\n"
+	}
+	type path struct{ name, src, sink, stream, table string }
+	paths := []path{
+		{"postgres pushdown", pg, "", "s0", "c_push"},
+		{"postgres → sqlite", pg, liteSink, "s1", "c_lite"},
+		{"sqlite pushdown", lite, "", "s0", "c_push"},
+	}
+	for _, c := range []string{pg, lite} {
+		e.sql(c, "ALTER TABLE us SET PROPERTIES ('change_tracking' = 'true'); CREATE TABLE STREAM s0 ON TABLE us WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE'); CREATE TABLE STREAM s1 ON TABLE us WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE');"+seed)
+	}
+	e.sql(pg, "CREATE TABLE STREAM s2 ON TABLE us WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE')")
+	gen := e.job("gen.sql", job("gen", pg, "", "s2", "c_gen"))
+	run := func(round string) {
+		t.Helper()
+		for i, p := range paths {
+			if _, err := e.run(e.job(fmt.Sprintf("c%d.sql", i), job(fmt.Sprintf("c%d", i), p.src, p.sink, p.stream, p.table))); err != nil {
+				t.Errorf("%s, %s: %v", round, p.name, err)
+				continue
+			}
+			dst := p.sink
+			if dst == "" {
+				dst = p.src
+			}
+			// n counts the windows that updated a key: 1 for the swapped keys 1 and 2.
+			want := e.sql(p.src, "SELECT id, email, rank, CASE WHEN id IN (1, 2) AND "+fmt.Sprint(round == "window")+" THEN 1 ELSE 0 END FROM us ORDER BY id")
+			got := e.sql(dst, "SELECT id, email, rank, n FROM "+p.table+" ORDER BY id")
+			if !equalRows(got, want) {
+				t.Errorf("%s, %s: target %v, want %v", round, p.name, got, want)
+			}
+		}
+	}
+	run("initial rows")
+	if _, err := e.run(gen); err != nil {
+		t.Fatalf("generated column target, initial rows: %v", err)
+	}
+	pgExec(t, pg, "BEGIN; "+window+" COMMIT;")
+	e.sql(lite, window)
+	run("window")
+	_, err := e.run(gen)
+	if err == nil || !strings.Contains(err.Error(), "generated") || !strings.Contains(err.Error(), "(id=1)") {
+		t.Errorf("generated column target: %v, want the unique violation naming key 1, not applied because of the generated column", err)
+	}
+}
