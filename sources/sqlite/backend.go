@@ -17,6 +17,16 @@ import (
 
 func init() {
 	runner.Register(open, "sqlite")
+	// The functions go on the driver before any connection of the process
+	// opens: a connection sees only the functions registered before it
+	// opened, and the process's connections to a file are shared
+	// (sqlitex.OpenShared) — the run history or a job lock on the same
+	// file may open them before the first Open here (the walkthrough's
+	// orders.db is the state database too: 'no such function:
+	// sluice_dec_same').
+	if err := registerFunctions(); err != nil {
+		panic(err)
+	}
 }
 
 // Backend is an open SQLite database: a table-stream source (change capture
