@@ -207,15 +207,19 @@ DO $$ BEGIN
 	END IF;
 END $$;`
 
-// schemaComplete is true when schema sluice holds every table and column
-// schemaDDL and sinks/postgres.EnsureCheckpoints create: then no DDL is
+// schemaComplete is true when schema sluice holds every table, column and
+// function schemaDDL and sinks/postgres.EnsureCheckpoints create (a schema
+// of an earlier sluice lacks sluice.columns_are, which every capture
+// function written now calls): then no DDL is
 // run at all, so a role without CREATE on the database (an application
 // role reading or writing streams that an owner set up) can use it.
 // It reads the catalogs by name, which every role may.
 const schemaComplete = `SELECT count(*) = 6 FROM pg_catalog.pg_attribute a
 	JOIN pg_catalog.pg_class c ON c.oid = a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = 'sluice' AND NOT a.attisdropped AND (c.relname, a.attname) IN
-		(('tracking', 'relid'), ('tracking', 'attnames'), ('tracking', 'paired_key'), ('streams', 'stale_since'), ('listeners', 'pid'), ('checkpoints', 'updated_at'))`
+		(('tracking', 'relid'), ('tracking', 'attnames'), ('tracking', 'paired_key'), ('streams', 'stale_since'), ('listeners', 'pid'), ('checkpoints', 'updated_at'))
+	AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = 'sluice' AND p.proname = 'columns_are')`
 
 // ensureSchema creates the sluice schema and tables once per backend,
 // unless they are all there (schemaComplete). Concurrent sluice processes

@@ -189,3 +189,28 @@ func TestEnableTrackingNeedsOwner(t *testing.T) {
 		t.Errorf("first stream on items as %s: want ErrNotOwner, got %v", app, err)
 	}
 }
+
+// TestSchemaWithoutColumnsAreUpgraded: a database whose sluice schema was
+// made by an earlier sluice (every table, no sluice.columns_are) is
+// brought up to date by the next backend, so the capture function it
+// writes (which calls columns_are) does not fail the application's writes.
+func TestSchemaWithoutColumnsAreUpgraded(t *testing.T) {
+	b, u := openDB(t)
+	ctx := t.Context()
+	sqlExec(t, b, `CREATE TABLE up (id int PRIMARY KEY, v text)`)
+	if err := b.ensureSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sqlExec(t, b, `DROP FUNCTION sluice.columns_are(pg_catalog.oid, pg_catalog.name[], pg_catalog.oid[], pg_catalog.int4[], pg_catalog.int4)`)
+	nb, err := Open(ctx, u, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	track(t, nb, "up")
+	mkStream(t, nb, "up_s", "up", dsl.ModeStandard, false)
+	app := connect(ctx, t, u)
+	if _, err := app.Exec(ctx, `INSERT INTO up VALUES (1, 'x')`); err != nil {
+		t.Fatalf("the application's INSERT after tracking on an upgraded schema: %v", err)
+	}
+}
