@@ -34,6 +34,10 @@ const (
 	// StatusCancelled: cancelled (shutdown after the grace period); nothing
 	// was committed.
 	StatusCancelled Status = "cancelled"
+	// StatusError: a one-off run (sluice run) failed; nothing was
+	// committed and nothing retries it: the next run tries again from the
+	// same offset. Run.Error says why. serve never records it.
+	StatusError Status = "error"
 	// StatusEmpty: a committed run that found nothing pending (nothing
 	// read, offset unchanged; empty.go). Never in the history: only the
 	// last_run of /healthz and status shows it, as

@@ -154,6 +154,8 @@ func StatusOf(ctx context.Context, jobs []*plan.Job, hist History, lag LagFunc, 
 						}
 					case StatusFailed:
 						js.Health, js.Healthy, js.Stopped, js.Next = HealthStopped, false, true, nil
+					case StatusError:
+						js.Health, js.Healthy = HealthFailing, false
 					default:
 						js.Health = HealthOK
 					}

@@ -36,8 +36,8 @@ func newRunCmd(e *env) *cobra.Command {
 			"A job whose checkpoint belongs to an earlier incarnation of its stream (dropped and created\n" +
 			"again, replaced, restored) fails; --accept-new-stream starts it at the new stream's offset\n" +
 			"instead, losing the changes in between, and records that in the run history (--state).\n" +
-			"A run that read changes is recorded in the run history (sluice status, sluice history) when\n" +
-			"the --state database exists.",
+			"A run that read changes, or failed, is recorded in the run history (sluice status, sluice\n" +
+			"history) when the --state database exists; a failed one with status 'error' and its error.",
 		ValidArgsFunction: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -104,11 +104,15 @@ func cmdRun(ctx context.Context, e *env, fl runFlags, paths []string) error {
 			failed++
 			continue
 		}
+		start := time.Now()
 		res, err := runWarned(ctx, e.stderr, r, f.job)
 		unlock()
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: FAILED (offset not moved): %v\n", f.job.Name, err)
 			failed++
+			if rerr := recordRun(ctx, e, r, fl.state, &runner.Result{Job: f.job.Name, Start: start.UTC(), End: time.Now().UTC()}, err); rerr != nil {
+				fmt.Fprintf(e.stderr, "%s: warning: the run history did not record the failure: %v\n", f.job.Name, rerr)
+			}
 			continue
 		}
 		printResult(e.stdout, res)
@@ -119,7 +123,7 @@ func cmdRun(ctx context.Context, e *env, fl runFlags, paths []string) error {
 				failed++
 			}
 		case res.Skipped != "" || total(res.Stats.Read) > 0 || !res.From.Equal(res.To):
-			if err := recordRun(ctx, e, r, fl.state, res); err != nil {
+			if err := recordRun(ctx, e, r, fl.state, res, nil); err != nil {
 				fmt.Fprintf(e.stderr, "%s: warning: committed, but the run history did not record it: %v\n", f.job.Name, err)
 			}
 		}
@@ -200,13 +204,15 @@ func total(counts map[cdc.Op]int64) int64 {
 }
 
 // recordRun stores a run that read changes or moved its offset (or was
-// skipped) in the run history at state ("" → the default connection), as
-// serve records its runs, so that status and history show it: only in a
-// history database that exists — a SQLite file is not created for it —
-// and is a SQLite or PostgreSQL one; otherwise it does nothing. A run
-// that found nothing pending (nothing read, offset unchanged) is not
-// recorded, as under serve.
-func recordRun(ctx context.Context, e *env, r *runner.Runner, state string, res *runner.Result) error {
+// skipped), or that failed with failure (non-nil: status
+// serve.StatusError, its Error the failure's text, which sluice's errors
+// already hold redacted), in the run history at state ("" → the default
+// connection), as serve records its runs, so that status and history show
+// it: only in a history database that exists — a SQLite file is not
+// created for it — and is a SQLite or PostgreSQL one; otherwise it does
+// nothing. A run that found nothing pending (nothing read, offset
+// unchanged) is not recorded, as under serve.
+func recordRun(ctx context.Context, e *env, r *runner.Runner, state string, res *runner.Result, failure error) error {
 	url, err := r.Resolve(state)
 	if err != nil {
 		return err
@@ -226,7 +232,10 @@ func recordRun(ctx context.Context, e *env, r *runner.Runner, state string, res 
 	defer st.Close()
 	run := &serve.Run{Job: res.Job, Start: res.Start, End: res.End, Status: serve.StatusCommitted,
 		Read: res.Stats.Read, Written: res.Stats.Written, DeadLettered: res.Stats.DeadLettered, From: res.From, To: res.To, Skipped: res.Skipped}
-	if res.Skipped != "" {
+	switch {
+	case failure != nil:
+		run.Status, run.Error = serve.StatusError, failure.Error()
+	case res.Skipped != "":
 		run.Status = serve.StatusSkipped
 	}
 	_, err = st.Record(ctx, run)

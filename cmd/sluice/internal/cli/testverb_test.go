@@ -132,3 +132,55 @@ func TestStatusExitCode(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRecordsFailure: a `sluice run` that fails is in the run history
+// with status "error" and its error, so `sluice status` shows the job as
+// failing (exit 1) with the error instead of "never run" or the last
+// success; the run after the cause is fixed is recorded as committed and
+// status is healthy again. The offset did not move: that run reads the
+// stream's changes the failed one could not write.
+func TestRunRecordsFailure(t *testing.T) {
+	d := seededDB(t)
+	mustSluice(t, "sql", "--conn", d.conn, "CREATE TABLE picky (id INTEGER, name TEXT, amount DECIMAL(10,2), status TEXT, note TEXT NOT NULL)")
+	pending := mustSluice(t, "sql", "--conn", d.conn, "SELECT id, name, amount, status FROM orders_stream WHERE __change_type IN ('INSERT', 'UPDATE_AFTER') ORDER BY id").stdout
+	job := writeFile(t, d.dir, "picky.yaml", "name: picky\nsource: orders_stream\nfilter: \"`__change_type` IN ('INSERT', 'UPDATE_AFTER')\"\nselect: [id, name, amount, status]\nsink: {table: picky, mode: append}\n")
+	if r := sluice(t, "run", "--conn", d.conn, job); r.code != 1 || !strings.Contains(r.stderr, "note") {
+		t.Fatalf("run into a target with a NOT NULL column the job does not fill: want exit 1 naming the NOT NULL column; %v", r)
+	}
+	tb := parseTable(t, mustSluice(t, "history", "--state", d.conn, "picky").stdout)
+	if len(tb.rows) != 1 {
+		t.Fatalf("history after one failed run: want 1 row, got %q", tb.rows)
+	}
+	if got := tb.rows[0][tb.col(t, "status")]; got != "error" {
+		t.Errorf("history status %q, want error (row %q)", got, tb.rows[0])
+	}
+	if got := tb.rows[0][tb.col(t, "error")]; !strings.Contains(got, "note") {
+		t.Errorf("history error cell %q, want the NOT NULL column (row %q)", got, tb.rows[0])
+	}
+	r := sluice(t, "status", "--conn", d.conn, "--format", "json", job)
+	var st struct {
+		Jobs []struct {
+			Health    string `json:"health"`
+			LastError string `json:"last_error"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("%v in %v", err, r)
+	}
+	if r.code != 1 || len(st.Jobs) != 1 || st.Jobs[0].Health != "failing" || !strings.Contains(st.Jobs[0].LastError, "note") {
+		t.Errorf("status after a failed run: want exit 1, health failing, last_error naming the NOT NULL column; %v", r)
+	}
+	// Fix the cause: the next run writes what the failed one could not.
+	mustSluice(t, "sql", "--conn", d.conn, "DROP TABLE picky; CREATE TABLE picky (id INTEGER, name TEXT, amount DECIMAL(10,2), status TEXT)")
+	mustSluice(t, "run", "--conn", d.conn, job)
+	if got := mustSluice(t, "sql", "--conn", d.conn, "SELECT id, name, amount, status FROM picky ORDER BY id").stdout; got != pending {
+		t.Errorf("after the fix, the target holds\n%s\nwant the changes pending before the failed run\n%s", got, pending)
+	}
+	tb = parseTable(t, mustSluice(t, "history", "--state", d.conn, "picky").stdout)
+	if got := tb.rows[0][tb.col(t, "status")]; len(tb.rows) != 2 || got != "committed" {
+		t.Errorf("history after the fixed run: want 2 rows, the newest committed; got %q", tb.rows)
+	}
+	if r := sluice(t, "status", "--conn", d.conn, job); r.code != 0 {
+		t.Errorf("status after the fixed run: want exit 0; %v", r)
+	}
+}
