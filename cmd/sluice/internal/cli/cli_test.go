@@ -138,6 +138,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--batch", "0", "x.yaml"}, "--batch must be at least 1"},
 		{[]string{"run", "--batch", "-5", "x.yaml"}, "--batch must be at least 1"},
 		{[]string{"preview", "--conn", d.conn, "--limit", "0", "s"}, "--limit must be at least 1"},
+		// A job file where a stream's name belongs names the job's stream.
+		{[]string{"preview", "--conn", d.conn, repoPath("examples/orders/orders_append.yaml")}, "is a job file: preview takes a table stream's name; its job reads orders_stream: sluice preview orders_stream"},
 		{[]string{"history", "--state", d.conn, "--limit", "-1"}, "--limit must be at least 1"},
 		{[]string{"serve", "--conn", d.conn, "--max-runs", "0", "x.yaml"}, "--max-runs must be at least 1"},
 		{[]string{"serve", "--conn", d.conn, "--grace", "-1s", "x.yaml"}, "--grace must not be negative"},

@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/internal/redact"
 
 	"github.com/spf13/cobra"
 
@@ -58,6 +62,9 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 	}
 	if f.limit < 1 {
 		return usageErr("--limit must be at least 1")
+	}
+	if err := notAJobFile(rest[0], e.maxJobSize); err != nil {
+		return err
 	}
 	r := newRunner(e, f.conn)
 	defer r.Close()
@@ -130,4 +137,29 @@ func cmdPreview(ctx context.Context, e *env, f previewFlags, rest []string) erro
 		fmt.Fprintf(e.stdout, "(%s; offset %s; nothing consumed)\n", plural(int64(len(rows)), "pending change"), offsetText(info.Offset, time.Time{}))
 	}
 	return nil
+}
+
+// notAJobFile returns a usage error when arg, given where a stream's name
+// belongs, is a job file that parses: it names the job's stream (and its
+// connection when the job has one), the preview the user most likely
+// meant. Anything else returns nil and arg is taken for a name.
+func notAJobFile(arg string, maxSize int) error {
+	switch strings.ToLower(filepath.Ext(arg)) {
+	case ".yaml", ".yml", ".sql":
+	default:
+		return nil
+	}
+	if st, err := os.Stat(arg); err != nil || st.IsDir() {
+		return nil
+	}
+	files, err := loadJobs([]string{arg}, maxSize)
+	if err != nil || len(files) != 1 || files[0].job == nil || files[0].job.Source.Stream == "" {
+		return nil
+	}
+	j := files[0].job
+	conn := ""
+	if j.Conn != "" {
+		conn = " --conn " + redact.Conn(j.Conn)
+	}
+	return usageErr("%s is a job file: preview takes a table stream's name; its job reads %s: sluice preview%s %s", arg, j.Source.Stream, conn, j.Source.Stream)
 }
