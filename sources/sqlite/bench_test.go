@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -69,3 +70,47 @@ func BenchmarkChanges(b *testing.B) {
 }
 
 func runnerSource(name string) plan.Source { return plan.Source{Stream: name} }
+
+// BenchmarkStreamEachAfterDDL describes each of 300 tracked tables'
+// streams once after an unrelated DDL (a new schema version: nothing of
+// the capture checks is remembered), as serve's first runs do after a
+// start or a DDL (issue #19). The checks read sqlite_schema, which has no
+// index and grows with the tables: per table that is N scans of an
+// O(N) schema; the result of each Stream (its table and columns) is
+// checked.
+func BenchmarkStreamEachAfterDDL(b *testing.B) {
+	const n = 300
+	ctx := b.Context()
+	bk, err := sqlite.Open(ctx, "sqlite:"+b.TempDir()+"/bench.db", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bk.Close()
+	db := bk.DB()
+	for i := range n {
+		t := fmt.Sprintf("t%d", i)
+		if _, err := db.ExecContext(ctx, `CREATE TABLE `+t+` (id INTEGER PRIMARY KEY, v TEXT)`); err != nil {
+			b.Fatal(err)
+		}
+		for _, st := range []dsl.Statement{&dsl.SetChangeTracking{Table: t, Enabled: true}, &dsl.CreateStream{Stream: "s_" + t, Table: t}} {
+			if _, err := bk.Exec(ctx, st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE other%d (x)`, i)); err != nil {
+			b.Fatal(err)
+		}
+		for j := range n {
+			info, err := bk.Stream(ctx, plan.Source{Stream: fmt.Sprintf("s_t%d", j)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if info.Table != fmt.Sprintf("t%d", j) || len(info.TableSchema.Columns) != 2 {
+				b.Fatalf("stream s_t%d: table %s, columns %v", j, info.Table, info.TableSchema.Names())
+			}
+		}
+	}
+}

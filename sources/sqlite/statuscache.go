@@ -38,9 +38,77 @@ import (
 type schemaFacts struct {
 	mu     sync.Mutex
 	ver    int64
-	live   map[string]liveCapture // by WatchKey(log)
-	defs   map[string]string      // by WatchKey(table)
-	tables map[string]bool        // sluiceTables; nil until read
+	snap   *schemaSnapshot // nil until read at ver
+	tables map[string]bool // sluiceTables; nil until read
+}
+
+// schemaSnapshot is what one scan of sqlite_schema says about every
+// table's capture: the capture triggers (by name) and every table's
+// definition (by WatchKey of its name). The first check of a capture at
+// a schema version reads it for all tracked tables at once: a read per
+// table scanned all of sqlite_schema (it has no index) for each, so
+// describing N streams after a start or a DDL cost N scans of a schema
+// that grows with N (issue #19: the first runs of 1,000 jobs took 30 s).
+type schemaSnapshot struct {
+	triggers map[string]snapTrigger // by exact name, as inspectCapture's IN compares
+	defs     map[string]string      // by WatchKey(tbl_name): definition's text
+}
+
+// snapTrigger is one capture trigger in a schemaSnapshot: the table it is
+// on and, for an AFTER INSERT trigger (sluice_capture_ins_…), its text.
+type snapTrigger struct{ on, sql string }
+
+// readSnapshot reads a schemaSnapshot on q in one scan of sqlite_schema.
+func readSnapshot(ctx context.Context, q sqlitex.Querier) (*schemaSnapshot, error) {
+	rows, err := q.QueryContext(ctx, `SELECT type, name, tbl_name, CASE WHEN type <> 'trigger' OR name LIKE 'sluice\_capture\_ins\_%' ESCAPE '\' THEN sql END
+FROM sqlite_schema
+WHERE type = 'trigger' AND name LIKE 'sluice\_capture\_%' ESCAPE '\' OR type IN ('table', 'index') AND sql IS NOT NULL
+ORDER BY type DESC, name`)
+	if err != nil {
+		return nil, fmt.Errorf("read the capture triggers and table definitions: %w", err)
+	}
+	defer rows.Close()
+	snap := &schemaSnapshot{triggers: map[string]snapTrigger{}, defs: map[string]string{}}
+	for rows.Next() {
+		var typ, name, tbl string
+		var text sql.NullString
+		if err := rows.Scan(&typ, &name, &tbl, &text); err != nil {
+			return nil, fmt.Errorf("read the capture triggers and table definitions: %w", err)
+		}
+		if typ == "trigger" {
+			snap.triggers[name] = snapTrigger{on: tbl, sql: text.String}
+			continue
+		}
+		// definition's group_concat, in its order (type DESC, name).
+		k := WatchKey(tbl)
+		if d, ok := snap.defs[k]; ok {
+			snap.defs[k] = d + "\n" + text.String
+		} else {
+			snap.defs[k] = text.String
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the capture triggers and table definitions: %w", err)
+	}
+	return snap, nil
+}
+
+// live is inspectCapture(c) as the snapshot says.
+func (s *schemaSnapshot) live(c captured) liveCapture {
+	sfx := suffix(c.log)
+	var l liveCapture
+	for _, k := range triggerKinds {
+		t, ok := s.triggers[triggerName(k, sfx)]
+		if !ok {
+			continue
+		}
+		l.triggers++
+		l.on = t.on
+		if k == "ins" {
+			l.insSQL = t.sql
+		}
+	}
+	return l
 }
 
 // schemaVersion reads PRAGMA schema_version on q.
@@ -52,11 +120,10 @@ func schemaVersion(ctx context.Context, q sqlitex.Querier) (int64, error) {
 	return v, nil
 }
 
-// at returns the facts map for version ver under f.mu, dropping those of
-// another version.
+// at drops the facts of another version than ver; f.mu is held.
 func (f *schemaFacts) at(ver int64) {
-	if f.ver != ver || f.live == nil {
-		f.ver, f.live, f.defs, f.tables = ver, map[string]liveCapture{}, map[string]string{}, nil
+	if f.ver != ver {
+		f.ver, f.snap, f.tables = ver, nil, nil
 	}
 }
 
@@ -98,41 +165,38 @@ func (r schemaRead) storable(ctx context.Context) bool {
 
 // captureStatus is status(ctx, q, c) answered from b.facts while the
 // schema version is the one the facts were read at: one PRAGMA instead of
-// two scans of sqlite_schema.
+// two scans of sqlite_schema. A read whose facts may be stored
+// (schemaRead.store) reads every table's at once (readSnapshot); one that
+// may not (a write transaction that changed the schema) reads c's alone,
+// as status does.
 func (b *Backend) captureStatus(ctx context.Context, q sqlitex.Querier, c captured) (captureState, liveCapture, error) {
 	r, err := b.beginSchemaRead(ctx, q)
 	if err != nil {
 		return 0, liveCapture{}, err
 	}
+	if !r.store {
+		return status(ctx, q, c)
+	}
 	b.facts.mu.Lock()
 	b.facts.at(r.ver)
-	live, hasLive := b.facts.live[WatchKey(c.log)]
-	def, hasDef := b.facts.defs[WatchKey(c.table)]
+	snap := b.facts.snap
 	b.facts.mu.Unlock()
-	if !hasLive {
-		if live, err = inspectCapture(ctx, q, c); err != nil {
-			return 0, live, err
+	if snap == nil {
+		if snap, err = readSnapshot(ctx, q); err != nil {
+			return 0, liveCapture{}, err
+		}
+		if r.storable(ctx) {
+			b.facts.mu.Lock()
+			b.facts.at(r.ver)
+			b.facts.snap = snap
+			b.facts.mu.Unlock()
 		}
 	}
-	st, decided := liveState(live, c)
-	if !decided && !hasDef {
-		if def, err = definition(ctx, q, c.table); err != nil {
-			return 0, live, err
-		}
-	}
-	if (!hasLive || !decided && !hasDef) && r.storable(ctx) {
-		b.facts.mu.Lock()
-		b.facts.at(r.ver)
-		b.facts.live[WatchKey(c.log)] = live
-		if !decided {
-			b.facts.defs[WatchKey(c.table)] = def
-		}
-		b.facts.mu.Unlock()
-	}
-	if decided {
+	live := snap.live(c)
+	if st, decided := liveState(live, c); decided {
 		return st, live, nil
 	}
-	if def != c.tableSQL {
+	if snap.defs[WatchKey(c.table)] != c.tableSQL {
 		return capStale, live, nil
 	}
 	return capFresh, live, nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sluicedata/sluice/dsl"
 	"github.com/sluicedata/sluice/internal/sqlitex"
 	"github.com/sluicedata/sluice/sources/sqlite"
 )
@@ -75,5 +76,80 @@ func TestCaptureCheckSeesDDLOfAnotherConnection(t *testing.T) {
 DROP TRIGGER sluice_capture_upd_orders; DROP TRIGGER sluice_capture_bdel_orders; DROP TRIGGER sluice_capture_del_orders`)
 	if _, err := f.b.Stream(ctx, runnerSource("s")); !errors.Is(err, sqlite.ErrCaptureLost) {
 		t.Fatalf("after dropping every capture trigger: Stream: %v, want ErrCaptureLost", err)
+	}
+}
+
+// TestCaptureCheckPerTableFromOneRead: the capture check reads every
+// tracked table's triggers and definition at once (one scan per schema
+// version) and answers each table from it: after a stream on one table is
+// described, DDL an application runs on another tracked table is seen by
+// the next Stream of that table's stream (a dropped trigger re-installed,
+// an added column captured), and the first table's stream is unaffected.
+// Triggers and values are read back from the file.
+func TestCaptureCheckPerTableFromOneRead(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "m.db")
+	f := newFixture(t, "sqlite:"+path)
+	loc, err := sqlitex.ParseURL("sqlite:" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := sqlitex.Open(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	appSQL := func(q string) {
+		t.Helper()
+		if _, err := app.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	triggersOn := func(table string) int {
+		t.Helper()
+		var n int
+		if err := app.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?`, table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	tables := []string{"t1", "t2", "t3"}
+	for _, tb := range tables {
+		appSQL(`CREATE TABLE ` + tb + ` (id INTEGER PRIMARY KEY, v TEXT)`)
+		f.exec(&dsl.SetChangeTracking{Table: tb, Enabled: true})
+		f.exec(&dsl.CreateStream{Stream: "s_" + tb, Table: tb})
+	}
+	want := triggersOn("t1")
+	if want == 0 {
+		t.Fatal("no capture triggers after CREATE TABLE STREAM")
+	}
+	for _, tb := range tables {
+		f.info("s_" + tb)
+	}
+
+	appSQL(`DROP TRIGGER sluice_capture_del_t2`)
+	f.info("s_t1")
+	if got := triggersOn("t2"); got != want-1 {
+		t.Fatalf("Stream of t1's stream changed t2's triggers: %d, want %d", got, want-1)
+	}
+	f.info("s_t2")
+	if got := triggersOn("t2"); got != want {
+		t.Fatalf("after DROP TRIGGER on t2 and a Stream of its stream: %d capture triggers, want %d (re-installed)", got, want)
+	}
+
+	f.info("s_t1")
+	appSQL(`ALTER TABLE t3 ADD COLUMN note TEXT`)
+	if info := f.info("s_t1"); slices.Contains(info.TableSchema.Names(), "note") {
+		t.Fatalf("t1's stream has t3's new column: %v", info.TableSchema.Names())
+	}
+	info := f.info("s_t3")
+	if !slices.Contains(info.TableSchema.Names(), "note") {
+		t.Fatalf("after ADD COLUMN on t3: stream columns %v, want note among them", info.TableSchema.Names())
+	}
+	appSQL(`INSERT INTO t3 (id, v, note) VALUES (1, 'a', 'after ADD COLUMN')`)
+	changes, _ := f.read(info)
+	i := info.TableSchema.Index("note")
+	if len(changes) != 1 || changes[0].Row[i] != "after ADD COLUMN" {
+		t.Fatalf("after ADD COLUMN on t3: read %v, want one insert whose note is the written text", changes)
 	}
 }
