@@ -26,11 +26,34 @@ const DefaultBatchSize = 1000
 // reads every column the table has now. It returns an error wrapping
 // runner.ErrNoStream when there is no such stream, and ErrCaptureLost when
 // the table was dropped or re-created (the error says how to go on).
+//
+// The stream and its table's registration are read once: a fresh capture
+// (the usual case) is described from those reads, and only a stale one,
+// re-installed, is read again.
 func (b *Backend) Stream(ctx context.Context, src plan.Source) (*runner.StreamInfo, error) {
-	if err := b.prepare(ctx, src.Stream); err != nil {
+	r, err := lookupStream(ctx, b.db, src.Stream)
+	if err != nil {
 		return nil, err
 	}
-	return b.streamInfo(ctx, b.db, src.Stream)
+	c, tracked, err := lookupTracking(ctx, b.db, r.table)
+	if err != nil {
+		return nil, err
+	}
+	if tracked {
+		st, _, err := b.captureStatus(ctx, b.db, c)
+		if err != nil {
+			return nil, err
+		}
+		if st == capStale {
+			if err := sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error {
+				return syncStream(ctx, tx, src.Stream)
+			}); err != nil {
+				return nil, err
+			}
+			return b.streamInfo(ctx, b.db, src.Stream)
+		}
+	}
+	return b.describe(ctx, b.db, r, c, tracked)
 }
 
 // prepare re-installs the capture of stream's table if it is stale, in a
@@ -81,6 +104,12 @@ func (b *Backend) streamInfo(ctx context.Context, q sqlitex.Querier, name string
 	if err != nil {
 		return nil, err
 	}
+	return b.describe(ctx, q, r, c, tracked)
+}
+
+// describe is streamInfo of stream r, whose table's registration is c
+// (tracked false: none), as read on q.
+func (b *Backend) describe(ctx context.Context, q sqlitex.Querier, r streamRow, c captured, tracked bool) (*runner.StreamInfo, error) {
 	if !tracked {
 		return nil, fmt.Errorf("table stream %s: %w: %s", r.name, ErrNotTracked, r.table)
 	}
