@@ -165,23 +165,25 @@ func (r schemaRead) storable(ctx context.Context) bool {
 
 // captureStatus is status(ctx, q, c) answered from b.facts while the
 // schema version is the one the facts were read at: one PRAGMA instead of
-// two scans of sqlite_schema. A read whose facts may be stored
-// (schemaRead.store) reads every table's at once (readSnapshot); one that
-// may not (a write transaction that changed the schema) reads c's alone,
-// as status does.
+// two scans of sqlite_schema. Without them, a read whose facts may be
+// stored (schemaRead.store) reads every table's at once (readSnapshot);
+// one that may not (a write transaction that changed the schema, a
+// *sql.Conn) reads c's alone, as status does.
 func (b *Backend) captureStatus(ctx context.Context, q sqlitex.Querier, c captured) (captureState, liveCapture, error) {
 	r, err := b.beginSchemaRead(ctx, q)
 	if err != nil {
 		return 0, liveCapture{}, err
 	}
-	if !r.store {
-		return status(ctx, q, c)
-	}
+	var snap *schemaSnapshot
 	b.facts.mu.Lock()
-	b.facts.at(r.ver)
-	snap := b.facts.snap
+	if b.facts.ver == r.ver {
+		snap = b.facts.snap
+	}
 	b.facts.mu.Unlock()
 	if snap == nil {
+		if !r.store {
+			return status(ctx, q, c)
+		}
 		if snap, err = readSnapshot(ctx, q); err != nil {
 			return 0, liveCapture{}, err
 		}
