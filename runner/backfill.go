@@ -73,6 +73,10 @@ type BackfillResult struct {
 	// source's COPY into the sink's without passing through sluice
 	// (CopySnapshot, CopySinkTx).
 	PassThrough int
+	// Direct counts the chunks of PassThrough that a merge into a target
+	// with rows loaded straight into the target, none of their keys
+	// being there (NewKeysSink), instead of staging and merging them.
+	Direct int
 }
 
 // BackfillPlan is what `sluice backfill --dry-run` shows.
@@ -116,24 +120,25 @@ type backfillState struct {
 
 // backfill is one call of Runner.Backfill or PlanBackfill.
 type backfill struct {
-	r       *Runner
-	prep    *Prepared
-	opt     BackfillOptions
-	job     string
-	src     Snapshotter
-	info    *StreamInfo
-	first   SinkPlan // the first chunk's sink (the plan's mode; overwrite to restart)
-	cont    SinkPlan // later chunks and the catch-up (append for append-like modes)
-	merge   bool
-	expect  string // the checkpoint offset (encoded) each transaction must find; "" none
-	state   *backfillState
-	resume  bool
-	restart bool
-	wipe    bool       // restart: the first chunk deletes the target's rows
-	from    cdc.Offset // the offset the snapshot is taken relative to
-	skipped string
-	keyIdx  []int      // primary key columns in the table schema
-	keyT    []cdc.Type // and their types
+	r        *Runner
+	prep     *Prepared
+	opt      BackfillOptions
+	job      string
+	src      Snapshotter
+	info     *StreamInfo
+	first    SinkPlan // the first chunk's sink (the plan's mode; overwrite to restart)
+	cont     SinkPlan // later chunks and the catch-up (append for append-like modes)
+	merge    bool
+	expect   string // the checkpoint offset (encoded) each transaction must find; "" none
+	state    *backfillState
+	resume   bool
+	restart  bool
+	wipe     bool       // restart: the first chunk deletes the target's rows
+	from     cdc.Offset // the offset the snapshot is taken relative to
+	skipped  string
+	keyIdx   []int      // primary key columns in the table schema
+	keyT     []cdc.Type // and their types
+	keyNames []string   // and their names
 
 	// chunkSet: BackfillOptions.Chunk was set (a pass-through
 	// backfill otherwise uses DefaultPassThroughChunk).
@@ -165,6 +170,7 @@ func (r *Runner) newBackfill(ctx context.Context, prep *Prepared, opt BackfillOp
 	b.keyIdx, _ = info.TableSchema.KeyIndexes()
 	for _, k := range b.keyIdx {
 		b.keyT = append(b.keyT, info.TableSchema.Columns[k].Type)
+		b.keyNames = append(b.keyNames, info.TableSchema.Columns[k].Name)
 	}
 	b.merge = p.Sink.Mode == plan.ModeMerge && p.Sink.Merge == nil
 	if err := b.load(ctx); err != nil {
@@ -504,6 +510,12 @@ func (r *Runner) Backfill(ctx context.Context, prep *Prepared, opt BackfillOptio
 			case errors.Is(err, ErrNoPassThrough):
 				r.log().Info("backfill: rows go through sluice", "job", b.job, "why", err.Error())
 				pt = nil
+			case errors.As(err, &cf) && cf.direct && ctx.Err() == nil:
+				// A key of the chunk was in the target after all (its
+				// order differs from the source's): stage this chunk
+				// and the rest.
+				r.log().Info("backfill: a chunk loaded straight into the merge target met a key it holds; staging every chunk from now on", "job", b.job, "after", start, "err", err.Error())
+				pt.staged = true
 			case errors.As(err, &cf) && ctx.Err() == nil:
 				// Done again through sluice, which names a failing row.
 				r.log().Warn("backfill: a chunk's COPY failed; copying its rows through sluice", "job", b.job, "after", start, "err", err.Error())

@@ -75,6 +75,20 @@ type CopySinkTx interface {
 	CopyFrom(ctx context.Context, r io.Reader) (int64, error)
 }
 
+// NewKeysSink is a CopySinkTx that can tell, for a merge into a target
+// that had rows when the backfill began, that a chunk's keys are new to
+// the target, so the chunk is loaded as it is (as into an empty target)
+// instead of being staged and merged.
+type NewKeysSink interface {
+	// NoKeysIn reports whether the chunk whose source primary keys (the
+	// columns keys, of types types, compared as rows in that order) lie
+	// in (after, upTo] (nil: open) may be loaded straight into the
+	// target: the target holds none of them, and a key it holds after
+	// all (the two databases order keys differently) fails CopyFrom
+	// rather than being stored twice.
+	NoKeysIn(ctx context.Context, keys []string, types []cdc.Type, after, upTo []any) (bool, error)
+}
+
 // CopyRefusal returns why a sink that loads COPY text in format accepted
 // cannot load a chunk in format with ntypes columns into the target of
 // st, whose rows have ncols columns, whatever the sink (a
@@ -100,6 +114,10 @@ type passThrough struct {
 	src   CopyChunks
 	size  int // source rows per chunk
 	goLen int // chunks of the sluice path left before trying again after a failure
+	// staged: every chunk of a merge into a target with rows is staged
+	// (NewKeysSink is not asked again) since a chunk loaded straight
+	// into the target failed.
+	staged bool
 }
 
 // passThrough prepares the pass-through of snap, or returns nil when the
@@ -126,7 +144,10 @@ func (b *backfill) passThrough(ctx context.Context, snap SnapshotReader) (*passT
 
 // errCopyFailed wraps a pass-through chunk's failure that the sluice path
 // may explain (a value the target refuses) or avoid.
-type errCopyFailed struct{ err error }
+type errCopyFailed struct {
+	err    error
+	direct bool // the chunk was loaded straight into a merge target (NewKeysSink)
+}
 
 func (e *errCopyFailed) Error() string { return e.err.Error() }
 func (e *errCopyFailed) Unwrap() error { return e.err }
@@ -165,7 +186,14 @@ func (b *backfill) copyChunk(ctx context.Context, pt *passThrough, after []any, 
 			return nil, false, err
 		}
 	}
-	accept, why, err := ct.AcceptCopy(ctx, pt.src.Format(), pt.src.Types(), next.TargetEmpty)
+	newKeys, direct := next.TargetEmpty, false
+	if ks, ok := ct.(NewKeysSink); ok && b.merge && !newKeys && !pt.staged {
+		if direct, err = ks.NoKeysIn(ctx, b.keyNames, b.keyT, after, bound); err != nil {
+			return nil, false, err
+		}
+		newKeys = direct
+	}
+	accept, why, err := ct.AcceptCopy(ctx, pt.src.Format(), pt.src.Types(), newKeys)
 	if err != nil {
 		return nil, false, err
 	}
@@ -189,10 +217,10 @@ func (b *backfill) copyChunk(ctx context.Context, pt *passThrough, after []any, 
 		// mid-stream: the snapshot lives on it).
 		_, _ = io.Copy(io.Discard, pr)
 		<-srcErr
-		return nil, false, &errCopyFailed{err}
+		return nil, false, &errCopyFailed{err: err, direct: direct}
 	}
 	if err := <-srcErr; err != nil {
-		return nil, false, &errCopyFailed{err}
+		return nil, false, &errCopyFailed{err: err}
 	}
 	next.Chunks++
 	next.Rows += n
@@ -208,6 +236,9 @@ func (b *backfill) copyChunk(ctx context.Context, pt *passThrough, after []any, 
 	}
 	res.Chunks++
 	res.PassThrough++
+	if direct {
+		res.Direct++
+	}
 	res.Rows += n
 	res.TotalRows, *b.state = next.Rows, next
 	if final {
@@ -229,5 +260,5 @@ func passThroughSteps(pt *passThrough, backend string) []plan.Step {
 	}
 	return append(out,
 		plan.Step{Where: "sluice", What: "stream each chunk's COPY text from the source's COPY into the sink's, through a pipe (no row is decoded); a chunk whose COPY fails is done again through sluice, which names the row and column"},
-		plan.Step{Where: "sink", What: "per chunk: in one transaction, COPY target FROM STDIN (a merge target that was not empty at the start: COPY into a TEMP table, then INSERT … ON CONFLICT (keys) DO UPDATE), with the job's checkpoint"})
+		plan.Step{Where: "sink", What: "per chunk: in one transaction, COPY target FROM STDIN (a merge target that was not empty at the start: when it holds no key of the chunk's key range and has a unique index on the keys, COPY into the target too; else COPY into a TEMP table, then INSERT … ON CONFLICT (keys) DO UPDATE), with the job's checkpoint"})
 }

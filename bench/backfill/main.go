@@ -201,7 +201,7 @@ func contender(ctx context.Context, m, s, d string) (result, error) {
 		n, err = psqlLoad(ctx, s, d)
 	case "pg-sluice", "sqlite-sluice", "sqlite-pg-sluice", "sqlite-sluice-same", "pgsq-sluice":
 		n, err = sluiceBackfill(ctx, s, d, "append", &clock)
-	case "pg-sluice-merge", "pg-sluice-merge-rows":
+	case "pg-sluice-merge", "pg-sluice-merge-rows", "pg-sluice-merge-overlap":
 		n, err = sluiceBackfill(ctx, s, d, "merge", &clock)
 	case "sqlite-hand", "sqlite-hand-same":
 		n, err = sqliteHandCopy(ctx, s, d, *table, m == "sqlite-hand-same")

@@ -82,7 +82,7 @@ func TestBackfillPassThroughTypes(t *testing.T) {
 	for _, tc := range []struct {
 		name, sink string
 		prefill    []string // statements run in the target database first
-		extra      string   // rows of the target that are not the source's, as rowsHash sees them (merge into rows)
+		direct     int      // chunks loaded straight into a target with rows (runner.BackfillResult.Direct)
 	}{
 		{name: "append", sink: "mode: append"},
 		{name: "merge", sink: "mode: merge\n  keys: [id]"},
@@ -91,7 +91,15 @@ func TestBackfillPassThroughTypes(t *testing.T) {
 				doc jsonb, ref uuid, tags text[], nums int[], raw bytea, note text)`,
 			// keys the source has, with other values, and one it has not
 			`INSERT INTO "order" (id, "user", note) SELECT i, 'old', 'old' FROM generate_series(-1, 100, 3) i`,
-		}},
+		}}, // a key of the target in every chunk of 13: each is staged and merged
+		{name: "merge into rows of other keys", sink: "mode: merge\n  keys: [id]", prefill: []string{
+			`CREATE TABLE "order" (id bigint PRIMARY KEY, "user" text, amount numeric, price numeric(12,2), at timestamptz, local timestamp,
+				doc jsonb, ref uuid, tags text[], nums int[], raw bytea, note text)`,
+			// keys 40..45 of the source's chunk (39, 52], and keys after
+			// the source's, in the range of the last chunk (91, ∞)
+			`INSERT INTO "order" (id, "user", note) SELECT i, 'old', 'old' FROM generate_series(40, 45) i`,
+			`INSERT INTO "order" (id, "user", note) SELECT i, 'old', 'old' FROM generate_series(200, 210) i`,
+		}, direct: 6}, // chunks (…, 13], (13, 26], (26, 39], (52, 65], (65, 78], (78, 91]
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sinkURL := pgtest.NewDatabase(t)
@@ -112,8 +120,17 @@ func TestBackfillPassThroughTypes(t *testing.T) {
 			if res.PassThrough != res.Chunks || res.Chunks != 8 || res.Rows != 100 {
 				t.Errorf("chunks %d (%d passed through), rows %d; want 8 chunks of 13 rows, all passed through", res.Chunks, res.PassThrough, res.Rows)
 			}
+			if len(tc.prefill) > 0 && res.Direct != tc.direct {
+				t.Errorf("%d chunks loaded straight into the target, want %d", res.Direct, tc.direct)
+			}
 			rel := `"order"`
-			if len(tc.prefill) > 0 {
+			if tc.direct > 0 {
+				rel = `(SELECT * FROM "order" WHERE id <= 100)`
+				if got := rowsHash(t, sinkURL, `(SELECT * FROM "order" WHERE id > 100)`); got != rowsHash(t, srcURL, `(SELECT i::bigint AS id, 'old'::text AS "user", NULL::numeric AS amount, NULL::numeric(12,2) AS price, NULL::timestamptz AS at, NULL::timestamp AS local,
+					NULL::jsonb AS doc, NULL::uuid AS ref, NULL::text[] AS tags, NULL::int[] AS nums, NULL::bytea AS raw, 'old'::text AS note FROM generate_series(200, 210) i)`) {
+					t.Errorf("the target's own rows 200..210 changed: %s", got)
+				}
+			} else if len(tc.prefill) > 0 {
 				rel = `(SELECT * FROM "order" WHERE id > 0)`
 				if got := rowsHash(t, sinkURL, `(SELECT * FROM "order" WHERE id <= 0)`); got != rowsHash(t, srcURL, `(SELECT -1::bigint AS id, 'old'::text AS "user", NULL::numeric AS amount, NULL::numeric(12,2) AS price, NULL::timestamptz AS at, NULL::timestamp AS local,
 					NULL::jsonb AS doc, NULL::uuid AS ref, NULL::text[] AS tags, NULL::int[] AS nums, NULL::bytea AS raw, 'old'::text AS note)`) {
@@ -258,5 +275,51 @@ func TestBackfillPassThroughDryRun(t *testing.T) {
 	}
 	if bp.Chunk != runner.DefaultPassThroughChunk {
 		t.Errorf("chunk %d, want %d", bp.Chunk, runner.DefaultPassThroughChunk)
+	}
+}
+
+// TestBackfillPassThroughMergeOtherKeyOrder: a merge into a target with
+// rows whose key column orders text otherwise than the source's (ICU
+// against "C"): the target's range check misses a key a chunk holds, the
+// COPY straight into the target fails on its unique key, and the chunk
+// and the rest are staged and merged instead — the target ends equal to
+// the source, no key twice, no chunk through sluice.
+func TestBackfillPassThroughMergeOtherKeyOrder(t *testing.T) {
+	b, srcURL := openDB(t)
+	sinkURL := pgtest.NewDatabase(t)
+	sb, err := Open(t.Context(), sinkURL, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	var icu bool
+	if err := sb.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_collation WHERE collname = 'und-x-icu')`).Scan(&icu); err != nil {
+		t.Fatal(err)
+	}
+	if !icu {
+		t.Skip("this PostgreSQL has no ICU collation und-x-icu: the test needs a text order other than the source's \"C\"")
+	}
+	// Source order ("C"): A B C D a b c d. Chunks of 2: (…, B], (B, D],
+	// (D, b], (b, d] and the empty last one (d, …). In ICU order 'a' sorts before 'B': the target's
+	// range check of (…, B] sees its 'a' (staged), of (B, D] nothing
+	// (straight), of (D, b] nothing either — 'D' sorts after 'b' — but
+	// the chunk holds 'a': its COPY fails, and it is staged.
+	sqlExec(t, b, `CREATE TABLE kv (k text COLLATE "C" PRIMARY KEY, v int)`,
+		`INSERT INTO kv VALUES ('A', 1), ('B', 2), ('C', 3), ('D', 4), ('a', 5), ('b', 6), ('c', 7), ('d', 8)`)
+	track(t, b, "kv")
+	mkStream(t, b, "s", "kv", "", false)
+	sqlExec(t, sb, `CREATE TABLE kv (k text COLLATE "und-x-icu" PRIMARY KEY, v int)`, `INSERT INTO kv VALUES ('a', 0)`)
+	r := &runner.Runner{Log: slog.New(slog.DiscardHandler), Conn: srcURL}
+	t.Cleanup(func() { r.Close() })
+	res, err := backfillJob(t.Context(), t, r, "name: j\nsource: s\nsink:\n  table: kv\n  mode: merge\n  keys: [k]\n  connection: '"+sinkURL+"'\n", runner.BackfillOptions{Chunk: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Chunks != 5 || res.PassThrough != 5 || res.Direct != 1 {
+		t.Errorf("chunks %d, passed through %d, straight into the target %d; want 5, 5, 1", res.Chunks, res.PassThrough, res.Direct)
+	}
+	src := `(SELECT k COLLATE "C" AS id, v FROM kv)`
+	if got, want := rowsHash(t, sinkURL, src), rowsHash(t, srcURL, src); got != want {
+		t.Errorf("target %s, source %s", got, want)
 	}
 }
