@@ -29,7 +29,13 @@ import (
 // Run plans the job again and runs the new plan, up to maxReplans times,
 // so that a column added meanwhile is projected (and, under evolve, added
 // to the target) instead of being left out of rows that carry it.
-func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err error) {
+func (r *Runner) Run(ctx context.Context, prep *Prepared) (*Result, error) {
+	return r.run(ctx, prep, nil)
+}
+
+// run is Run; it sets *replanned (when not nil) when the run planned
+// again (ErrPlanStale), so that a PlanCache drops prep.
+func (r *Runner) run(ctx context.Context, prep *Prepared, replanned *bool) (res *Result, err error) {
 	job := prep.Plan.Job
 	start := time.Now().UTC()
 	defer func() {
@@ -50,6 +56,9 @@ func (r *Runner) Run(ctx context.Context, prep *Prepared) (res *Result, err erro
 			return res, err
 		}
 		r.log().Info("source table changed after the run was planned; planning again", "job", job.Name, "err", err)
+		if replanned != nil {
+			*replanned = true
+		}
 		if prep, err = r.Plan(ctx, job); err != nil {
 			return nil, err
 		}

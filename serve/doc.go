@@ -19,8 +19,8 @@
 //     doubling to 5s) or until their Waker (PGListener: LISTEN/NOTIFY;
 //     PollWatcher: one watcher per SQLite file) fires.
 //   - a job whose Waker is a Positioner (PollWatcher, PGListener) is not run while its
-//     change log's position is the one it had before the job's last run
-//     that found nothing (reason "unchanged"), for at most Config.QuietMax
+//     change log's position is the one it had before the job's last
+//     committed run (reason "unchanged"), for at most Config.QuietMax
 //     since its last run: idle jobs cost nothing per fire.
 //   - manual jobs (no schedule) are listed but never fired.
 //

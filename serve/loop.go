@@ -17,8 +17,8 @@ const (
 	EventScheduled EventKind = "scheduled"
 	// EventSkipped: a fire did not run; Reason is "running" (still running
 	// in this process), "locked" (running in another process), "closing",
-	// or "unchanged" (its Positioner shows nothing new since its last run
-	// that found nothing; Config.QuietMax).
+	// or "unchanged" (its Positioner shows nothing new since its last
+	// committed run began; Config.QuietMax).
 	EventSkipped EventKind = "skipped"
 	// EventStarted: a run started (the lock is held).
 	EventStarted EventKind = "started"
@@ -60,7 +60,7 @@ type outcome struct {
 	stopped bool // the failure stopped the job (stopJob)
 	history bool // the run goes into the History (an empty poll does not)
 	empty   bool // the run found nothing pending (isEmpty)
-	quiet   bool // skipped: nothing changed since the last empty run (quiet.go)
+	quiet   bool // skipped: nothing changed since the last committed run began (quiet.go)
 	err     error
 }
 
@@ -255,7 +255,7 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 	name := e.job.Name
 	skip, pos, posOK := e.quiet.before(s.clock.Now(), s.quietMax())
 	if skip {
-		s.log.Debug("fire skipped: nothing changed since the last run that found nothing", "job", name)
+		s.log.Debug("fire skipped: nothing changed since the last run began", "job", name)
 		s.metrics.FireSkipped(name, "unchanged")
 		return outcome{status: StatusCommitted, empty: true, quiet: true}
 	}
@@ -329,11 +329,14 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 		s.metrics.observe(name, res, err, st0)
 	}
 	out := outcome{status: st0, err: err, run: r, history: !emptyPoll, empty: emptyPoll}
-	// For skipping, a run that read nothing counts as empty even if its
-	// offset moved: a PostgreSQL offset carries the snapshot, which every
-	// commit in the database moves, so idle jobs there were never quiet
-	// (and continuous ones, "moved", ran again at once, all the time).
-	e.quiet.after(start, st0 == StatusCommitted && Rows(r.Read) == 0 && r.DeadLettered == 0, pos, posOK)
+	// For skipping, every committed run remembers the position read
+	// before it (quiet.go): it consumed every change logged before that
+	// read, whether it read some or none. So the run a continuous job
+	// starts at once after a run that read changes ("moved"), and the next
+	// fire of a timed one, are skipped while nothing was logged since the
+	// run began (that run read nothing, at the cost of a plan and a read:
+	// issue #19).
+	e.quiet.after(start, st0 == StatusCommitted, pos, posOK)
 	switch st0 {
 	case StatusCommitted:
 		out.moved = Rows(r.Read) > 0 || !r.From.Equal(r.To)

@@ -12,7 +12,7 @@ import (
 // something the job could read was logged (or the stream or table
 // changed), and ok false when the position is not known now (the watcher
 // cannot read its database). A server skips a run of a job whose position
-// is still the one it had before the job's last run that found nothing
+// is still the one it had before the job's last committed run
 // (see Config.QuietMax): equal positions mean nothing new to read.
 type Positioner interface {
 	Position() (pos string, ok bool)

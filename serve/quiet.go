@@ -9,20 +9,22 @@ import (
 const DefaultQuietMax = 5 * time.Minute
 
 // quietState remembers, for one job definition, the position its change
-// log had before its last run that found nothing, so that later fires can
+// log had before its last committed run, so that later fires can
 // be skipped while the position stays the same (issue #19: 1,000 idle jobs
 // on one SQLite file cost a lock, a plan and a read per fire otherwise).
 //
 // Skipping is exact because the position is read before the run: every
 // change logged after that read moves the position, and every change
-// logged before it was either read by the run (then the run read
-// something and nothing is remembered) or was not there. A run that read
-// nothing counts as empty here even when its offset moved (a PostgreSQL
-// offset's snapshot moves with every commit in the database).
+// logged before it was committed before the run's read point was fixed,
+// so a committed run consumed it (read it, or found it filtered out).
+// So every committed run remembers its position, whether it read
+// something or not: the run that would follow one that read changes,
+// and read nothing, is skipped too while nothing was logged since.
+// A failed run remembers nothing.
 type quietState struct {
 	mu    sync.Mutex
 	watch Positioner // nil: never skip
-	pos   string     // the position before the last empty run
+	pos   string     // the position before the last committed run
 	ok    bool       // pos is set
 	ran   time.Time  // when the job last really ran
 }
@@ -51,8 +53,8 @@ func (q *quietState) before(now time.Time, max time.Duration) (skip bool, pos st
 	return false, pos, ok
 }
 
-// after records the end of a run that started at start: an empty
-// committed run remembers the position read before it; any other run
+// after records the end of a run that started at start: a committed run
+// (empty true) remembers the position read before it; any other run
 // forgets it.
 func (q *quietState) after(start time.Time, empty bool, pos string, ok bool) {
 	q.mu.Lock()
@@ -61,7 +63,7 @@ func (q *quietState) after(start time.Time, empty bool, pos string, ok bool) {
 	q.pos, q.ok = pos, ok && empty
 }
 
-// unchanged reports whether the job's last run found nothing and its
+// unchanged reports whether the job's last run committed and its
 // position has not moved since: no change is pending.
 func (q *quietState) unchanged() bool {
 	q.mu.Lock()

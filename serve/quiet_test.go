@@ -34,8 +34,9 @@ func (f *fixedPosition) set(p string) {
 // TestQuietAfterOffsetOnlyRun: a run that read nothing but moved its
 // offset (a PostgreSQL offset carries the snapshot, which any commit in
 // the database moves) lets the next fires be skipped as "unchanged" while
-// the position stays; a moved position runs the job again, and a run that
-// read something is never remembered as quiet.
+// the position stays; a moved position runs the job again; and a run that
+// read something is remembered too: the fire after it is skipped while
+// nothing was logged since it began (it would read nothing).
 func TestQuietAfterOffsetOnlyRun(t *testing.T) {
 	w := &fixedPosition{pos: "1.0", ch: make(chan struct{}, 1)}
 	var mu sync.Mutex
@@ -68,8 +69,8 @@ func TestQuietAfterOffsetOnlyRun(t *testing.T) {
 		{"1.0", false, 1}, // same position: skipped
 		{"1.1", true, 2},  // a notification: runs (reads nothing)
 		{"1.2", true, 3},  // runs and reads a row
-		{"1.2", true, 4},  // after a run that read: runs again
-		{"1.2", false, 4}, // that one read nothing: skipped
+		{"1.2", false, 3}, // nothing logged since that run began: skipped
+		{"1.3", true, 4},  // a notification: runs
 	}
 	for i, s := range steps {
 		w.set(s.pos)
@@ -133,5 +134,59 @@ func TestTrimWhileQuiet(t *testing.T) {
 	}
 	if trims() == first {
 		t.Error("no trim after the position moved")
+	}
+}
+
+// TestContinuousAfterRunThatRead: a continuous job whose run read changes
+// does not run again at once when its position did not move since that
+// run began (the run consumed everything logged before it began: the next
+// one would read nothing), and does when the position moved while the
+// run went on (a change logged after its read point may be pending). A
+// wake-up with a moved position runs it again.
+func TestContinuousAfterRunThatRead(t *testing.T) {
+	for _, moveDuring := range []bool{false, true} {
+		name := "position unchanged"
+		if moveDuring {
+			name = "position moved during the run"
+		}
+		t.Run(name, func(t *testing.T) {
+			w := &fixedPosition{pos: "1.0", ch: make(chan struct{}, 1)}
+			fr := &fakeRun{fn: func(ctx context.Context, job *plan.Job, call int) (*runner.Result, error) {
+				r := &runner.Result{Job: job.Name, From: cdc.SingleOffset("a"), To: cdc.SingleOffset("a")}
+				if call == 1 {
+					r.To = cdc.SingleOffset("b")
+					r.Stats.Read = map[cdc.Op]int64{cdc.OpInsert: 1}
+					if moveDuring {
+						w.set("1.1") // a change logged while the run read
+					}
+				}
+				return r, nil
+			}}
+			waker := func(ctx context.Context, job *plan.Job) (Waker, error) { return w, nil }
+			_, _, rec := newTestServer(t, Config{Run: fr.run, Waker: waker}, testJob("j", "continuous"))
+			rec.waitKind(t, "j", EventDone) // the run that read
+			ev := rec.wait(t, "what follows the run that read", func(ev Event) bool {
+				return ev.Job == "j" && (ev.Kind == EventDone || ev.Kind == EventSkipped)
+			})
+			if moveDuring {
+				if ev.Kind != EventDone || fr.count("j") != 2 {
+					t.Fatalf("after a run during which the position moved: %s %q, %d runs; want a second run at once", ev.Kind, ev.Reason, fr.count("j"))
+				}
+				return
+			}
+			if ev.Kind != EventSkipped || ev.Reason != "unchanged" {
+				t.Fatalf("after a run that read, position unchanged: %s %q, want skipped as unchanged", ev.Kind, ev.Reason)
+			}
+			rec.waitKind(t, "j", EventIdle)
+			if n := fr.count("j"); n != 1 {
+				t.Fatalf("%d runs, want 1", n)
+			}
+			w.set("1.1")
+			w.ch <- struct{}{}
+			rec.waitKind(t, "j", EventDone)
+			if n := fr.count("j"); n != 2 {
+				t.Errorf("after a wake-up with a moved position: %d runs, want 2", n)
+			}
+		})
 	}
 }

@@ -79,7 +79,7 @@ type Config struct {
 	// Waker gives jobs a wake-up source; optional. Continuous jobs wait on
 	// it while idle; a Waker that is also a Positioner (PollWatcher, PGListener) lets
 	// timed and continuous jobs skip runs while their change log stays
-	// where it was before their last run that found nothing (QuietMax).
+	// where it was before their last committed run (QuietMax).
 	Waker WakerFunc
 	// QuietMax bounds how long a job's runs may be skipped because its
 	// Positioner says nothing changed: after QuietMax since its last run,
@@ -575,8 +575,8 @@ func (s *Server) emit(ev Event) {
 }
 
 // lagLoop refreshes every job's lag, and trims and measures the change
-// logs, each LagInterval. While every job is quiet (its last run found
-// nothing and its position has not moved since, quiet.go) the logs are
+// logs, each LagInterval. While every job is quiet (its last run
+// committed and its position has not moved since, quiet.go) the logs are
 // trimmed at most once per QuietMax: nothing was logged that a trim could
 // remove, and a trim of a PostgreSQL database of 1,000 tracked tables
 // takes thousands of statements (issue #19: it ran back to back, 60 s
@@ -601,7 +601,7 @@ func (s *Server) lagLoop(ctx context.Context) {
 		if s.cfg.Lag != nil {
 			for _, e := range entries {
 				if e.quiet.unchanged() {
-					// Its last run found nothing and nothing was logged
+					// Its last run committed and nothing was logged
 					// since: no change is pending (quiet.go).
 					s.setLag(e.job, Lag{}, nil)
 					continue

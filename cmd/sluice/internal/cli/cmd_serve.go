@@ -89,14 +89,12 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 	defer store.Close()
 	listeners := newPGListeners(ctx, r, log)
 	defer listeners.Close()
+	// A job's plan is kept between its runs while the catalogs it was made
+	// from do not change (one catalog-version statement per run instead of
+	// the plan's dozen or more; PostgreSQL jobs, issue #19).
+	plans := runner.NewPlanCache(r)
 	srv, err := serve.New(serve.Config{
-		Run: func(ctx context.Context, job *plan.Job) (*runner.Result, error) {
-			prep, err := r.Plan(ctx, job)
-			if err != nil {
-				return nil, err
-			}
-			return r.Run(ctx, prep)
-		},
+		Run: plans.Run,
 		Log: log, Locker: store, History: store, Listen: f.listen, MaxRuns: max(f.maxRuns, 1),
 		Lag: lagFunc(r), Waker: listeners.waker, TrimLogs: r.TrimLogs,
 	})
@@ -105,6 +103,13 @@ func cmdServe(ctx context.Context, e *env, f serveFlags, paths []string) error {
 	}
 	reload := func(runCtx context.Context) {
 		defs := loadDefs(runCtx, r, paths, e.maxJobSize)
+		keep := map[string]bool{}
+		for _, d := range defs {
+			if d.Job != nil {
+				keep[d.Job.Name] = true
+			}
+		}
+		plans.Forget(keep)
 		if err := srv.Reload(defs); err != nil {
 			log.Error("reload kept the previous definition of broken files", "err", err)
 		}

@@ -13,7 +13,7 @@ import (
 
 // TestServeSQLiteWatch: `sluice serve` watches each SQLite source file
 // once (sqlite.LogWatch, serve.PollWatcher). A timed job whose table has
-// logged nothing since its last run that found nothing is not run at all
+// logged nothing since its last run began is not run at all
 // (its fires are skipped as "unchanged"), yet every change still arrives:
 // at the next fire for the timed job, and at once for the continuous job
 // (woken by the watcher, not by its one-minute safety poll). Writes to an
