@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/pos"
 )
 
 // CatalogVersioner is a backend that can tell, in one cheap statement,
@@ -67,12 +68,13 @@ func NewPlanCache(r *Runner) *PlanCache {
 // Run runs job once, as Runner.Plan followed by Runner.Run, reusing the
 // job's plan from an earlier Run when nothing it was made from changed.
 // It returns what Runner.Run returns; a failed catalog-version statement
-// is returned as Runner.Plan's errors are (the run did not start).
+// (a lost connection) is returned at the job's source position, as
+// Runner.Plan's errors are: the run did not start.
 func (c *PlanCache) Run(ctx context.Context, job *plan.Job) (*Result, error) {
 	version, cacheable, err := c.version(ctx, job)
 	if err != nil {
 		c.forget(job.Name)
-		return nil, err
+		return nil, pos.Errorf(job.Source.Pos, "%w", err)
 	}
 	prep := c.lookup(job, version, cacheable)
 	if prep == nil {

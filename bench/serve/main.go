@@ -31,6 +31,9 @@
 //	go run ./bench/serve -skip pg,sqlite,idle -scale 200 -bin /tmp/sluice-old   # an older build, side by side
 //	go run ./bench/serve -skip pg,sqlite,idle -scale 200 -procs 3               # 3 processes, one killed (fleet.go)
 //
+// bench/serve/statements.sh BIN counts the PostgreSQL statements one delivery of one job costs
+// under `BIN serve` (the server's statement log of a database of its own).
+//
 // Temporary PostgreSQL databases (sluice_bench_*) are dropped at the end.
 package main
 
