@@ -84,8 +84,9 @@ DROP TRIGGER sluice_capture_upd_orders; DROP TRIGGER sluice_capture_bdel_orders;
 // version) and answers each table from it: after a stream on one table is
 // described, DDL an application runs on another tracked table is seen by
 // the next Stream of that table's stream (a dropped trigger re-installed,
-// an added column captured), and the first table's stream is unaffected.
-// Triggers and values are read back from the file.
+// an added column captured), and the first table's stream is unaffected;
+// describing fresh captures changes no schema. Triggers, values and
+// PRAGMA schema_version are read back from the file.
 func TestCaptureCheckPerTableFromOneRead(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "m.db")
@@ -123,8 +124,26 @@ func TestCaptureCheckPerTableFromOneRead(t *testing.T) {
 	if want == 0 {
 		t.Fatal("no capture triggers after CREATE TABLE STREAM")
 	}
+	schemaVersion := func() int64 {
+		t.Helper()
+		var v int64
+		if err := app.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	for _, tb := range tables {
 		f.info("s_" + tb)
+	}
+	// Fresh captures are described without re-installing anything.
+	v := schemaVersion()
+	for range 2 {
+		for _, tb := range tables {
+			f.info("s_" + tb)
+		}
+	}
+	if got := schemaVersion(); got != v {
+		t.Fatalf("describing fresh streams changed the schema: schema_version %d -> %d (capture re-installed)", v, got)
 	}
 
 	appSQL(`DROP TRIGGER sluice_capture_del_t2`)
