@@ -269,3 +269,42 @@ func TestSQLMergeClausesReadTheTarget(t *testing.T) {
 		t.Errorf("generated column target: %v, want the unique violation naming key 1, not applied because of the generated column", err)
 	}
 }
+
+// TestSQLMergeFallbackNativeTypes: the SQLite fallback's TEMP copy of the
+// target takes columns whose declared type is not a plain type name
+// (a JSON or UUID column declares "TEXT:json"-style types): a swap of a
+// UNIQUE value under a SQL MERGE into such a target failed every run
+// ('near ":json": syntax error'), found by a fresh user.
+func TestSQLMergeFallbackNativeTypes(t *testing.T) {
+	e := newEnv(t)
+	src := e.conn("src.db")
+	e.sql(src, `CREATE TABLE nt (id INT, email STRING, meta JSON, ref UUID, PRIMARY KEY (id));
+ALTER TABLE nt SET PROPERTIES ('change_tracking' = 'true');
+CREATE TABLE STREAM nt_s ON TABLE nt WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE');
+INSERT INTO nt VALUES (1, 'a', '{"k": [1, null]}', '6f1c2a52-3c1e-4b43-9d1e-2f4b6c9e8a01'), (2, 'b', '{}', NULL);
+CREATE TABLE nt_t (id INT, email STRING, meta JSON, ref UUID, PRIMARY KEY (id));`)
+	db := openSQLite(t, src)
+	if _, err := db.Exec(`CREATE UNIQUE INDEX nt_t_email ON nt_t (email)`); err != nil {
+		t.Fatal(err)
+	}
+	var declared string
+	if err := db.QueryRow(`SELECT type FROM pragma_table_info('nt_t') WHERE name = 'meta'`).Scan(&declared); err != nil || !strings.Contains(declared, ":") {
+		t.Fatalf("declared type of the JSON column: %q (%v); the test needs one that is not a plain type name", declared, err)
+	}
+	job := e.job("m.sql", "-- name: m\n-- connection: "+src+"\n"+
+		"MERGE INTO nt_t AS t USING (SELECT `__change_type`, id, email, meta, ref FROM nt_s WHERE `__change_type` IN ('INSERT', 'UPDATE_AFTER', 'DELETE')) AS s ON t.id = s.id\n"+
+		"WHEN MATCHED AND s.`__change_type` = 'DELETE' THEN DELETE\n"+
+		"WHEN MATCHED THEN UPDATE SET t.email = s.email, t.meta = s.meta, t.ref = s.ref\n"+
+		"WHEN NOT MATCHED AND s.`__change_type` <> 'DELETE' THEN INSERT (id, email, meta, ref) VALUES (s.id, s.email, s.meta, s.ref);\n")
+	if _, err := e.run(job); err != nil {
+		t.Fatal(err)
+	}
+	e.sql(src, "UPDATE nt SET email = 'tmp' WHERE id = 1; UPDATE nt SET email = 'a' WHERE id = 2; UPDATE nt SET email = 'b' WHERE id = 1")
+	if _, err := e.run(job); err != nil {
+		t.Fatalf("run after the swap: %v", err)
+	}
+	const q = "SELECT id, email, meta, ref FROM %s ORDER BY id"
+	if want, got := e.sql(src, fmt.Sprintf(q, "nt")), e.sql(src, fmt.Sprintf(q, "nt_t")); !equalRows(got, want) {
+		t.Errorf("target %v, source %v", got, want)
+	}
+}

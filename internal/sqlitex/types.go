@@ -149,3 +149,54 @@ func DeclareSQL(t cdc.Type) string {
 	}
 	return d
 }
+
+// DeclaredTypeSQL writes a column's declared type as SQLite read it back
+// (pragma_table_info's type) so that CREATE TABLE takes it again: as it
+// is when it is a plain type name ("INTEGER", "DECIMAL(10,2)", "VARYING
+// CHARACTER(5)"), else quoted ("TEXT:jsonb", "TEXT:integer[]", which
+// DeclareSQL wrote quoted).
+func DeclaredTypeSQL(typ string) string {
+	if plainTypeName(typ) {
+		return typ
+	}
+	return Quote(typ)
+}
+
+// plainTypeName reports whether typ is SQLite's type-name: words of
+// letters, digits and underscores, optionally followed by one or two
+// signed numbers in parentheses.
+func plainTypeName(typ string) bool {
+	name, args, paren := strings.Cut(typ, "(")
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r == '_' || r == ' ' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z'):
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	if !paren {
+		return true
+	}
+	args, ok := strings.CutSuffix(strings.TrimSpace(args), ")")
+	if !ok {
+		return false
+	}
+	for _, a := range strings.Split(args, ",") {
+		a = strings.TrimSpace(a)
+		a = strings.TrimLeft(a, "+-")
+		if a == "" {
+			return false
+		}
+		for _, r := range a {
+			if (r < '0' || r > '9') && r != '.' {
+				return false
+			}
+		}
+	}
+	return strings.Count(args, ",") <= 1
+}

@@ -165,7 +165,7 @@ func copyDDL(ctx context.Context, q Querier, table string) (string, error) {
 		}
 		d := sqlitex.Quote(name)
 		if typ != "" {
-			d += " " + typ
+			d += " " + sqlitex.DeclaredTypeSQL(typ)
 		}
 		if dflt != nil {
 			d += " DEFAULT (" + *dflt + ")"
