@@ -341,6 +341,9 @@ func (s *SQLiteStore) withImmediate(ctx context.Context, fn func(*sql.Conn) (boo
 	}
 	defer conn.Close()
 	if err := sqlitex.Begin(ctx, conn); err != nil {
+		if sqlitex.IsBusy(err) {
+			return false, fmt.Errorf("job lock: the database's write lock is held by another connection (an open write transaction of an application?) for longer than %s; nothing was changed: %w", sqlitex.BusyTimeout, err)
+		}
 		return false, fmt.Errorf("job lock: %w", err)
 	}
 	finish := func(stmt string) error {

@@ -2,9 +2,11 @@ package serve
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -484,4 +486,28 @@ func TestPGLockAfterKilledSession(t *testing.T) {
 		t.Fatalf("TryLock after the kept session was terminated = %v, %v", ok, err)
 	}
 	unlock()
+}
+
+// TestSQLiteLockBusy: while an application holds the file's write lock
+// (BEGIN IMMEDIATE on its own connection, as Python's sqlite3 does), a
+// job lock waits the busy timeout and fails saying what holds it and that
+// nothing was changed, not with the driver's "database is locked (5)".
+func TestSQLiteLockBusy(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "locks.db")
+	s := openSQLite(t, path, "A", NewFakeClock(t0))
+	app, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	app.SetMaxOpenConns(1)
+	if _, err := app.Exec("BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer app.Exec("ROLLBACK")
+	_, ok, err := s.TryLock(t.Context(), "j")
+	if ok || err == nil || !strings.Contains(err.Error(), "write lock is held by another connection") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("TryLock under an application's write transaction = %v, %v; want the write lock named and nothing changed", ok, err)
+	}
 }

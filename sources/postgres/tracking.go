@@ -181,7 +181,7 @@ func droppedError(ctx context.Context, q sinkpg.Querier, table string) error {
 	if len(names) > 0 {
 		how = fmt.Sprintf("drop its streams (DROP TABLE STREAM %s), then %s", strings.Join(names, "; DROP TABLE STREAM "), how)
 	}
-	return fmt.Errorf("%w: %s was dropped after change tracking was enabled on it; its streams cannot be read any more, and a table created under its name is not tracked until tracking is enabled on it. To go on: %s; then enable tracking on the new table, create its streams and run sluice backfill on their jobs",
+	return fmt.Errorf("%w: %s was dropped after change tracking was enabled on it; its streams cannot be read any more, and a table created under its name is not tracked until tracking is enabled on it. To go on: %s; then enable tracking on the new table, create its streams and run sluice backfill on their jobs (a merge target keeps the dropped table's rows: drop it first for an exact copy)",
 		ErrTableDropped, sinkpg.Quote(table), how)
 }
 
