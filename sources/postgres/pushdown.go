@@ -304,10 +304,7 @@ func (pd *pushdown) runLocked(ctx context.Context, job string) (stats runner.Sta
 		stats, from, to, err = pd.run(ctx, tx, job, &noLogRows)
 		return err
 	})
-	if c := pgCode(err); strings.HasPrefix(c, "22") || strings.HasPrefix(c, "23") {
-		// data exception or integrity constraint: caused by a row's value
-		err = fmt.Errorf("%w: %w", runner.ErrPushdownValue, err)
-	}
+	err = classifyPushdownErr(err)
 	if err != nil {
 		return runner.Stats{}, cdc.Offset{}, cdc.Offset{}, false, hide(err, b.secret)
 	}
@@ -472,4 +469,23 @@ func (pd *pushdown) runSingle(ctx context.Context, tx pgx.Tx, t *Tracked, s *run
 		return nil, nil, err
 	}
 	return rn, wn, nil
+}
+
+// classifyPushdownErr marks the error of a pushed-down run's transaction
+// for the runner: a data exception or integrity constraint violation
+// (SQLSTATE classes 22, 23) is caused by a row's value
+// (runner.ErrPushdownValue: replayed through sluice to name the row); an
+// undefined column or table (42703, 42P01) means a DDL on the source, its
+// change log or the target ran while the run's statements, built from the
+// plan, were running — nothing was written, and runner.ErrPlanStale makes
+// the run plan again (serve retries it) instead of stopping the job.
+// Other errors, and nil, are returned as they are.
+func classifyPushdownErr(err error) error {
+	switch c := pgCode(err); {
+	case strings.HasPrefix(c, "22") || strings.HasPrefix(c, "23"):
+		return fmt.Errorf("%w: %w", runner.ErrPushdownValue, err)
+	case c == "42703" || c == "42P01":
+		return fmt.Errorf("%w (a DDL ran during the run; nothing was written): %w", runner.ErrPlanStale, err)
+	}
+	return err
 }

@@ -83,8 +83,12 @@ func cmdSQL(ctx context.Context, e *env, f sqlFlags, rest []string) error {
 	)
 	return r.ExecScript(ctx, "", name, text, func(st dsl.Statement, rs *runner.ResultSet) error {
 		if _, ok := st.(*dsl.ShowStreams); ok && rs != nil {
-			if err := addPending(ctx, r, rs); err != nil {
+			warns, err := addPending(ctx, r, rs)
+			if err != nil {
 				return err
+			}
+			for _, w := range warns {
+				fmt.Fprintf(e.stderr, "sluice sql: %s\n", w)
 			}
 			if f.format == "table" {
 				describeOffsets(rs)
@@ -119,11 +123,14 @@ func cmdSQL(ctx context.Context, e *env, f sqlFlags, rest []string) error {
 
 // addPending appends a pending_changes column to a SHOW TABLE STREAMS
 // result: each stream's count from DESCRIBE TABLE STREAM (which reads, and
-// does not consume, its pending changes).
-func addPending(ctx context.Context, r *runner.Runner, rs *runner.ResultSet) error {
+// does not consume, its pending changes). A stream whose changes cannot be
+// read (stale, its table dropped) gets NULL and a warning naming it and
+// why, so that one such stream does not hide the others; only a cancelled
+// context fails the listing.
+func addPending(ctx context.Context, r *runner.Runner, rs *runner.ResultSet) (warnings []string, err error) {
 	name := colIndex(rs.Columns, "name")
 	if name < 0 {
-		return nil
+		return nil, nil
 	}
 	rs.Columns = append(slices.Clip(rs.Columns), cdc.Column{Name: "pending_changes", Type: cdc.TypeBigInt})
 	for i, row := range rs.Rows {
@@ -137,11 +144,15 @@ func addPending(ctx context.Context, r *runner.Runner, rs *runner.ResultSet) err
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("pending changes of %s: %w", stream, err)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			warnings = append(warnings, fmt.Sprintf("pending changes of %s: %v", stream, err))
+			n = nil
 		}
 		rs.Rows[i] = append(slices.Clip(row), n)
 	}
-	return nil
+	return warnings, nil
 }
 
 // describeOffsets replaces the raw offsets of a SHOW TABLE STREAMS result

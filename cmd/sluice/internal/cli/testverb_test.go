@@ -2,10 +2,12 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTestJobFile: `sluice test JOB.yaml` runs JOB.test.yaml beside it;
@@ -182,5 +184,39 @@ func TestRunRecordsFailure(t *testing.T) {
 	}
 	if r := sluice(t, "status", "--conn", d.conn, job); r.code != 0 {
 		t.Errorf("status after the fixed run: want exit 0; %v", r)
+	}
+}
+
+// TestShowStreamsWithStale: SHOW TABLE STREAMS lists every stream when one
+// is stale (past its STALE_AFTER): that one shows stale true and no
+// pending count, with a warning on stderr naming it; the listing failed as
+// a whole before (fresh-user trial), hiding every other stream.
+func TestShowStreamsWithStale(t *testing.T) {
+	d := seededDB(t)
+	mustSluice(t, "sql", "--conn", d.conn, "CREATE TABLE STREAM short_s ON TABLE orders WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD', 'STALE_AFTER' = '1s')")
+	mustSluice(t, "sql", "--conn", d.conn, "INSERT INTO orders VALUES (9, 'Eve', 10.00, 'active')")
+	time.Sleep(1500 * time.Millisecond)
+	// Consuming orders_stream purges the log, which marks short_s stale.
+	mustSluice(t, "run", "--conn", d.conn, repoPath("examples/orders/orders_append.yaml"))
+	r := sluice(t, "sql", "--conn", d.conn, "--format", "jsonl", "SHOW TABLE STREAMS")
+	if r.code != 0 {
+		t.Fatalf("SHOW TABLE STREAMS with a stale stream: %v", r)
+	}
+	got := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("%v in %s", err, r.stdout)
+		}
+		got[fmt.Sprint(row["name"])] = row
+	}
+	if s, ok := got["short_s"]; !ok || s["stale"] != true || s["pending_changes"] != nil {
+		t.Errorf("short_s: %v; want it listed, stale, pending NULL (all: %s)", s, r.stdout)
+	}
+	if s, ok := got["orders_stream"]; !ok || s["stale"] != false || s["pending_changes"] == nil {
+		t.Errorf("orders_stream: %v; want it listed, not stale, with a pending count (all: %s)", s, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "pending changes of short_s") {
+		t.Errorf("stderr does not name the stale stream: %v", r)
 	}
 }
