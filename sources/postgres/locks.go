@@ -184,7 +184,7 @@ func (b *Backend) lockHolders(ctx context.Context, relid uint32, table string) [
 		return nil
 	}
 	rows, err := b.pool.Query(ctx, `SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(a.state, ''),
-			coalesce(extract(epoch FROM now() - a.xact_start)::float8, 0), coalesce(a.query, ''), string_agg(DISTINCT l.mode, ', ')
+			extract(epoch FROM now() - a.xact_start)::float8, coalesce(a.query, ''), string_agg(DISTINCT l.mode, ', ')
 		FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'relation' AND l.relation = $1 AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
 			AND l.granted AND l.pid <> pg_backend_pid()
@@ -198,7 +198,7 @@ func (b *Backend) lockHolders(ctx context.Context, relid uint32, table string) [
 	for rows.Next() {
 		var pid int32
 		var user, app, state, query, modes string
-		var age float64
+		var age *float64 // NULL: not visible to this role (another role's session, no pg_read_all_stats)
 		if err := rows.Scan(&pid, &user, &app, &state, &age, &query, &modes); err != nil {
 			return out
 		}
@@ -209,7 +209,11 @@ func (b *Backend) lockHolders(ctx context.Context, relid uint32, table string) [
 		if state != "" {
 			s += ", " + state
 		}
-		s += fmt.Sprintf(", transaction open %s, holding %s; statement: %s)", (time.Duration(age * float64(time.Second))).Round(time.Second), modes, redact.SQL(query))
+		if age == nil {
+			s += fmt.Sprintf(", holding %s; its state, transaction age and statement are not visible to this role: a superuser or a member of pg_read_all_stats sees them)", modes)
+		} else {
+			s += fmt.Sprintf(", transaction open %s, holding %s; statement: %s)", (time.Duration(*age * float64(time.Second))).Round(time.Second), modes, redact.SQL(query))
+		}
 		out = append(out, s)
 	}
 	return out

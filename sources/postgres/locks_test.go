@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/dsl"
 )
 
@@ -217,5 +218,51 @@ func TestTrackingLockBounded(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLockHoldersNotVisible: run as a role that may not see another
+// role's session details (no superuser, no pg_read_all_stats), the
+// description of a lock's holder says so instead of "transaction open 0s"
+// (a fresh user's report under the README's non-superuser owner setup);
+// the pid, role and lock mode, which pg_locks shows anyone, stay.
+func TestLockHoldersNotVisible(t *testing.T) {
+	ctx := t.Context()
+	b, u := openDB(t)
+	roles := newRoles(t, b, u, "lkown", "lkapp")
+	own, appRole := roles[0], roles[1]
+	sqlExec(t, b, `CREATE TABLE lkv (id int PRIMARY KEY, v text)`, `INSERT INTO lkv VALUES (1, 'a')`,
+		`GRANT ALL ON lkv TO `+pgx.Identifier{appRole}.Sanitize())
+	app := connect(ctx, t, asUser(t, u, appRole))
+	var appPid int
+	if err := app.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&appPid); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`BEGIN`, `UPDATE lkv SET v = 'secret-2' WHERE id = 1`} {
+		if _, err := app.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer app.Exec(context.Background(), `ROLLBACK`)
+	ob, err := Open(ctx, asUser(t, u, own), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	var relid uint32
+	if err := ob.pool.QueryRow(ctx, `SELECT 'lkv'::regclass::oid`).Scan(&relid); err != nil {
+		t.Fatal(err)
+	}
+	got := ob.lockHolders(ctx, relid, "lkv")
+	if len(got) != 1 {
+		t.Fatalf("holders %q, want the application's session", got)
+	}
+	for _, want := range []string{fmt.Sprintf("pid %d", appPid), "role " + appRole, "RowExclusiveLock", "not visible to this role", "pg_read_all_stats"} {
+		if !strings.Contains(got[0], want) {
+			t.Errorf("holder %q lacks %q", got[0], want)
+		}
+	}
+	if strings.Contains(got[0], "open 0s") || strings.Contains(got[0], "secret-2") {
+		t.Errorf("holder %q claims a transaction age it cannot see, or shows a literal", got[0])
 	}
 }

@@ -120,6 +120,9 @@ func TestVerbHelp(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	d := newDB(t)
+	// A job whose expression does not parse is invalid for run and plan
+	// as for validate (exit 2), not a failed run (a fresh user got 1).
+	badExpr := writeFile(t, d.dir, "bad_expr.yaml", "name: bad\nsource: s\nselect: [\"id\", \"amount +* 2 AS x\"]\nsink: {table: t}\n")
 	tests := []struct {
 		args    []string
 		mention string
@@ -136,6 +139,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--no-such-flag", "x.yaml"}, "no-such-flag"},
 		{[]string{"run", "--conn", d.conn, "no-such-job.yaml"}, "no-such-job.yaml: no such job file or directory"},
 		{[]string{"run", "--batch", "0", "x.yaml"}, "--batch must be at least 1"},
+		{[]string{"run", "--conn", d.conn, badExpr}, "bad_expr.yaml:3:25: syntax error near '*'"},
+		{[]string{"plan", "--conn", d.conn, badExpr}, "bad_expr.yaml:3:25: syntax error near '*'"},
+		{[]string{"validate", badExpr}, "bad_expr.yaml:3:25: syntax error near '*'"},
 		{[]string{"run", "--batch", "-5", "x.yaml"}, "--batch must be at least 1"},
 		{[]string{"preview", "--conn", d.conn, "--limit", "0", "s"}, "--limit must be at least 1"},
 		// A job file where a stream's name belongs names the job's stream.

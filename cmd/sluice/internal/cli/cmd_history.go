@@ -24,7 +24,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 	var limit int
 	c := &cobra.Command{
 		Use:   "history [flags] [JOB]",
-		Short: "print the run history that sluice serve records",
+		Short: "print the run history that sluice serve and sluice run record",
 		Long: "Print the newest runs that sluice serve and sluice run recorded in their state database, newest first: job,\n" +
 			"start, duration, status, changes read and written by change type, offsets, and the error.\n" +
 			"Runs that found nothing pending are not recorded; the header gives each job's last such check.",

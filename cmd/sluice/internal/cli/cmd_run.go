@@ -88,6 +88,9 @@ func cmdRun(ctx context.Context, e *env, fl runFlags, paths []string) error {
 	defer locks.close()
 	failed, invalid := 0, 0
 	for _, f := range files {
+		if f.err == nil {
+			f.err = checkExprs(f.job) // as validate: a file whose expressions do not parse is invalid (exit 2)
+		}
 		if f.err != nil {
 			fmt.Fprintf(e.stderr, "%v\n", f.err)
 			invalid++
