@@ -25,6 +25,16 @@ var showColumns = []cdc.Column{
 }
 
 func (b *Backend) showStreams(ctx context.Context) (*runner.ResultSet, error) {
+	// A table renamed since the last statement that followed it is shown
+	// under its name now (issue #17): follow it first, in a write
+	// transaction only when there is one.
+	if moved, err := movedTables(ctx, b.db); err != nil {
+		return nil, err
+	} else if len(moved) > 0 {
+		if err := sqlitex.WithImmediate(ctx, b.db, func(tx *sqlitex.Tx) error { return reconcileAll(ctx, tx) }); err != nil {
+			return nil, err
+		}
+	}
 	streams, err := listStreams(ctx, b.db, "")
 	if err != nil {
 		return nil, err

@@ -530,42 +530,12 @@ func alignLog(ctx context.Context, tx sqlitex.Querier, log string, cols, have []
 // statement O(tables²), issue #19) and inspects only the tables whose
 // triggers sit on another table.
 func reconcileAll(ctx context.Context, tx sqlitex.Querier) error {
-	rows, err := tx.QueryContext(ctx, `SELECT tbl, log FROM sluice_tracking`)
-	if err != nil {
-		return fmt.Errorf("read change tracking: %w", err)
-	}
-	var tracked [][2]string
-	for rows.Next() {
-		var t, log string
-		if err := rows.Scan(&t, &log); err != nil {
-			rows.Close()
-			return err
-		}
-		tracked = append(tracked, [2]string{t, log})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(tracked) == 0 {
-		return nil
-	}
-	on, err := captureTriggers(ctx, tx)
+	moved, err := movedTables(ctx, tx)
 	if err != nil {
 		return err
 	}
-	for _, tl := range tracked {
-		sfx := suffix(tl[1])
-		moved := false
-		for _, k := range triggerKinds {
-			if tbl, ok := on[triggerName(k, sfx)]; ok && tbl != tl[0] {
-				moved = true
-			}
-		}
-		if !moved {
-			continue // every trigger left is on the table: nothing to follow
-		}
-		c, ok, err := lookupTracking(ctx, tx, tl[0])
+	for _, table := range moved {
+		c, ok, err := lookupTracking(ctx, tx, table)
 		if err != nil || !ok {
 			return err
 		}
@@ -584,6 +554,48 @@ func reconcileAll(ctx context.Context, tx sqlitex.Querier) error {
 		}
 	}
 	return nil
+}
+
+// movedTables returns the tracked tables (their registered names) whose
+// capture triggers sit on a table of another name: renamed since
+// (reconcileAll follows them). It only reads: two queries, whatever the
+// number of tracked tables.
+func movedTables(ctx context.Context, q sqlitex.Querier) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT tbl, log FROM sluice_tracking`)
+	if err != nil {
+		return nil, fmt.Errorf("read change tracking: %w", err)
+	}
+	var tracked [][2]string
+	for rows.Next() {
+		var t, log string
+		if err := rows.Scan(&t, &log); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		tracked = append(tracked, [2]string{t, log})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(tracked) == 0 {
+		return nil, nil
+	}
+	on, err := captureTriggers(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	var moved []string
+	for _, tl := range tracked {
+		sfx := suffix(tl[1])
+		for _, k := range triggerKinds {
+			if tbl, ok := on[triggerName(k, sfx)]; ok && tbl != tl[0] {
+				moved = append(moved, tl[0])
+				break
+			}
+		}
+	}
+	return moved, nil
 }
 
 // captureTriggers maps the name of every capture trigger of the database
