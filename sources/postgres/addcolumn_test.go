@@ -76,7 +76,7 @@ func TestAddColumnRereadAfterCrash(t *testing.T) {
 	}
 	// The run's first transaction alone.
 	if err := pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		_, err := b.alignLog(ctx, tx, tr.Key)
+		_, err := b.alignLog(ctx, tx, tr.Key, false)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -384,7 +384,7 @@ func (b *Backend) followColumnsNow(ctx context.Context, s *runner.StreamInfo, t 
 	}
 	err := b.withTableLock(ctx, "bring the change log in line", t.LogRef(), lock, func(tx pgx.Tx) error {
 		var err error
-		names, err = b.alignLog(ctx, tx, t.Key)
+		names, err = b.alignLog(ctx, tx, t.Key, false)
 		return err
 	})
 	if errors.Is(err, errKeyChanged) {
@@ -450,8 +450,10 @@ func sameColumns(tab *sinkpg.Table, names []string) bool {
 // DDL in between is refused (runner.ErrPlanStale: the run plans again),
 // so the function's column list and its shape check agree. The function
 // logs typed rows only while the table has exactly those columns, so a
-// DDL committed after this read makes it log JSON again.
-func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string) ([]string, error) {
+// DDL committed after this read makes it log JSON again. With rewrite
+// the function is written again even when nothing changed (a renamed
+// table's notify channel, followRename).
+func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string, rewrite bool) ([]string, error) {
 	t, ok, err := b.tracked(ctx, tx, key)
 	if err != nil {
 		return nil, err
@@ -509,7 +511,7 @@ func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string) ([]string
 	// check, written for the old one, is false, and every row travels as
 	// JSON until the function is written again for this oid.
 	sameOid := recorded != nil && *recorded == t.Relid
-	if !altered && !added && len(adds) == 0 && slices.Equal(names, oldNames) && sameOid {
+	if !rewrite && !altered && !added && len(adds) == 0 && slices.Equal(names, oldNames) && sameOid {
 		return names, nil // only rows logged as JSON to move: the function is the columns' already
 	}
 	for _, st := range captureFuncDDL(t, attrs) {

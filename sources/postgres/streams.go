@@ -37,6 +37,9 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 	if err := b.ensureSchema(ctx); err != nil {
 		return err
 	}
+	if err := b.followRenames(ctx); err != nil {
+		return err
+	}
 	mode := st.Mode
 	if mode == "" {
 		mode = dsl.ModeStandard
@@ -44,7 +47,7 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 	var first bool
 	lock := func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
 		first = false
-		t, ok, err := b.tracked(ctx, tx, st.Table)
+		t, ok, err := b.trackedAs(ctx, tx, st.Table)
 		if err != nil {
 			return tableLock{mode: shareRowExcl}, err
 		}
@@ -65,7 +68,7 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 		return tableLock{relid, shareRowExcl, ""}, lockOid(ctx, tx, relid, shareRowExcl)
 	}
 	return b.wrap(b.notOwnerHint(ctx, st.Table, b.withTableLock(ctx, "create table stream "+st.Stream, sinkpg.Quote(st.Table), lock, func(tx pgx.Tx) error {
-		t, ok, err := b.tracked(ctx, tx, st.Table)
+		t, ok, err := b.trackedAs(ctx, tx, st.Table)
 		if err != nil {
 			return err
 		}
@@ -143,6 +146,9 @@ func (b *Backend) CreateStream(ctx context.Context, st *dsl.CreateStream) error 
 // triggers and empties the log.
 func (b *Backend) DropStream(ctx context.Context, name string, ifExists bool) error {
 	if err := b.ensureSchema(ctx); err != nil {
+		return err
+	}
+	if err := b.followRenames(ctx); err != nil {
 		return err
 	}
 	lock := func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
@@ -252,6 +258,9 @@ func scanStream(row pgx.Row) (*runner.StreamInfo, error) {
 
 // ListStreams returns every stream, by name, without table schemas.
 func (b *Backend) ListStreams(ctx context.Context) ([]*runner.StreamInfo, error) {
+	if err := b.followRenames(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := b.pool.Query(ctx, `SELECT `+streamColumns+` FROM sluice.streams ORDER BY name`)
 	if isUndefinedTable(err) {
 		return nil, nil
@@ -279,6 +288,14 @@ func (b *Backend) ListStreams(ctx context.Context) ([]*runner.StreamInfo, error)
 // included.
 func (b *Backend) Stream(ctx context.Context, src plan.Source) (*runner.StreamInfo, error) {
 	s, t, err := b.describeStream(ctx, b.pool, src.Stream)
+	if t != nil && t.Relid != 0 && renamedFrom(t.Key, t.Table.Name) {
+		// The table was renamed: the catalog takes its new name first,
+		// so the run, and what it reports, name it as it is now.
+		if err := b.followRenames(ctx); err != nil {
+			return nil, err
+		}
+		s, t, err = b.describeStream(ctx, b.pool, src.Stream)
+	}
 	behind := err != nil && s != nil && t != nil && errors.Is(err, runner.ErrPlanStale)
 	if err != nil && !behind {
 		return nil, err
@@ -488,6 +505,9 @@ func (b *Backend) showStreams(ctx context.Context) (*runner.ResultSet, error) {
 // describe is DESCRIBE TABLE STREAM: one row, counting the pending changes
 // with ChangesQuery in a REPEATABLE READ transaction.
 func (b *Backend) describe(ctx context.Context, name string) (*runner.ResultSet, error) {
+	if err := b.followRenames(ctx); err != nil {
+		return nil, err
+	}
 	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, b.wrap(err, "describe table stream %s", name)

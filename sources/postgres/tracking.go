@@ -136,6 +136,47 @@ func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (
 	return &t, true, nil
 }
 
+// trackedAs is tracked for a table the user names (CREATE TABLE STREAM …
+// ON name): the tracking recorded under name only when name resolves to
+// the tracked table (its oid); a table created under the name of a
+// renamed tracked table is another table, found false.
+func (b *Backend) trackedAs(ctx context.Context, q sinkpg.Querier, name string) (*Tracked, bool, error) {
+	t, ok, err := b.tracked(ctx, q, name)
+	if err != nil || !ok || t.Relid == 0 {
+		return t, ok, err
+	}
+	var relid *uint32
+	if err := q.QueryRow(ctx, `SELECT to_regclass($1)::oid`, sinkpg.Quote(name)).Scan(&relid); err != nil {
+		return nil, false, b.wrap(err, "find table %s", sinkpg.Quote(name))
+	}
+	if relid == nil || *relid != t.Relid {
+		return nil, false, nil
+	}
+	return t, true, nil
+}
+
+// freeObjectNames returns the names of the change log and capture
+// function of a new tracking of the table named key: "log_<key>" and
+// "cap_<key>" (objectName) unless another tracking holds them (a table
+// renamed since keeps the names of its tracking), then with a suffix
+// "_2", "_3", … that makes them free.
+func freeObjectNames(ctx context.Context, q sinkpg.Querier, key string) (logName, fn string, err error) {
+	for n := 1; ; n++ {
+		base := key
+		if n > 1 {
+			base = fmt.Sprintf("%s_%d", key, n)
+		}
+		logName, fn = objectName("log_", base), objectName("cap_", base)
+		var taken bool
+		if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sluice.tracking WHERE log_table = $1 OR func_name = $2)`, logName, fn).Scan(&taken); err != nil {
+			return "", "", err
+		}
+		if !taken {
+			return logName, fn, nil
+		}
+	}
+}
+
 // trackedLog is tracked for the purges, which use only the change log's
 // name (Tracked.Key and Log set, Table nil): one query while the table
 // recorded when tracking was enabled still exists, instead of tracked's
@@ -334,6 +375,9 @@ func (b *Backend) EnableTracking(ctx context.Context, table string) error {
 	if err := b.ensureSchema(ctx); err != nil {
 		return err
 	}
+	if err := b.followRenames(ctx); err != nil {
+		return err
+	}
 	if err := b.ownerFirst(ctx, table); err != nil {
 		return b.wrap(err, "enable change tracking on %s", sinkpg.Quote(table))
 	}
@@ -415,6 +459,11 @@ func (b *Backend) enableIn(ctx context.Context, tx pgx.Tx, table string, firstSt
 		return nil, err
 	}
 	var oldNames []string
+	if !tracked {
+		if t.Log, t.Func, err = freeObjectNames(ctx, tx, key); err != nil {
+			return nil, err
+		}
+	}
 	if tracked {
 		t.Log, t.Func = old.Log, old.Func
 		if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}') FROM sluice.tracking WHERE table_name = $1`, key).Scan(&oldNames); err != nil {
@@ -515,6 +564,9 @@ func firstLine(s string) string {
 // the table is bounded as EnableTracking's.
 func (b *Backend) DisableTracking(ctx context.Context, table string) error {
 	if err := b.ensureSchema(ctx); err != nil {
+		return err
+	}
+	if err := b.followRenames(ctx); err != nil {
 		return err
 	}
 	lock := func(ctx context.Context, tx pgx.Tx) (tableLock, error) {
