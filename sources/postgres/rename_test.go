@@ -2,9 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicedata/sluice/dsl"
 )
 
 // TestRenameFollowsNotifyChannel: once the catalog follows a renamed
@@ -112,4 +115,36 @@ func TestRenameSwapAndChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, "tracking recorded as", keys, []string{"a", "b", "c", "c_old"})
+}
+
+// TestSetSchemaNewTableUnderName: a tracked table moved by SET SCHEMA out
+// of the search_path keeps being captured; a table the application then
+// creates under its name is a different table: a stream on it is refused
+// as untracked (not read from the moved table), and moving the tracked
+// table back delivers what was written meanwhile.
+func TestSetSchemaNewTableUnderName(t *testing.T) {
+	b, u := openDB(t)
+	ctx := context.Background()
+	sqlExec(t, b, `CREATE TABLE st (id int PRIMARY KEY, v text)`)
+	track(t, b, "st")
+	mkStream(t, b, "st_s", "st", "", false)
+	app := connect(ctx, t, u)
+	for _, q := range []string{
+		`CREATE SCHEMA archive`, `ALTER TABLE st SET SCHEMA archive`, `INSERT INTO archive.st VALUES (1, 'moved')`,
+		`CREATE TABLE st (id int PRIMARY KEY, v text)`, `INSERT INTO st VALUES (100, 'new')`,
+	} {
+		if _, err := app.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := b.CreateStream(ctx, &dsl.CreateStream{Stream: "new_s", Table: "st"}); !errors.Is(err, ErrNotTracked) {
+		t.Errorf("stream on the new st: %v, want ErrNotTracked", err)
+	}
+	for _, q := range []string{`DROP TABLE st`, `ALTER TABLE archive.st SET SCHEMA public`} {
+		if _, err := app.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	_, got := read(t, b, "st_s", true)
+	check(t, "written while in another schema", got, []string{"INSERT 1 moved"})
 }

@@ -141,6 +141,19 @@ func (b *Backend) tracked(ctx context.Context, q sinkpg.Querier, table string) (
 // the tracked table (its oid); a table created under the name of a
 // renamed tracked table is another table, found false.
 func (b *Backend) trackedAs(ctx context.Context, q sinkpg.Querier, name string) (*Tracked, bool, error) {
+	// First by oid: a tracked table that still exists, moved out of the
+	// search_path (SET SCHEMA) or renamed, is not the table name resolves
+	// to now (tracked would refuse with the search_path advice).
+	var now, recorded *uint32
+	var live bool
+	err := q.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1)::oid, t.relid, EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = t.relid)
+		FROM sluice.tracking t WHERE t.table_name = $2`, sinkpg.Quote(name), name).Scan(&now, &recorded, &live)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) && !isUndefinedTable(err) {
+		return nil, false, b.wrap(err, "read tracking of %s", sinkpg.Quote(name))
+	}
+	if err == nil && now != nil && recorded != nil && live && *now != *recorded {
+		return nil, false, nil
+	}
 	t, ok, err := b.tracked(ctx, q, name)
 	if err != nil || !ok || t.Relid == 0 {
 		return t, ok, err
