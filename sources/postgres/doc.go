@@ -34,6 +34,14 @@
 // whose triggers were dropped by hand fails loudly instead of reading
 // nothing.
 //
+// A tracked table is its oid (sluice.tracking.relid), not its name. When
+// the application renames it, the next statement or run that reads the
+// catalog records the tracking and its streams under the new name and
+// rewrites the capture function for the new name's NOTIFY channel
+// (followRenames, rename.go); a table created under the old name is
+// another table, untracked until tracking is enabled on it, which gives
+// it a log and function of their own (freeObjectNames).
+//
 // Every statement that creates, enables or drops the triggers locks the
 // table first (enabling tracking on a table with neither streams nor
 // triggers only takes ACCESS SHARE), in attempts bounded by lock_timeout,

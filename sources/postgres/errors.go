@@ -28,7 +28,9 @@ var (
 	// when tracking was enabled no longer exists).
 	ErrTableDropped = errors.New("tracked table was dropped")
 	// ErrNameInUse is enabling tracking on a table whose name is the
-	// tracking key of another, renamed, tracked table.
+	// tracking key of another tracked table whose new name sluice could
+	// not record: moved out of the search_path (SET SCHEMA), or renamed
+	// to a name recorded for yet another tracking (followRenames).
 	ErrNameInUse = errors.New("name is recorded for another tracked table")
 	// ErrTriggersMissing is a tracked table whose capture triggers are
 	// missing or disabled.
