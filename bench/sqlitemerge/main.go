@@ -6,6 +6,7 @@
 //	go run ./bench/sqlitemerge                 # 1,000,000 changes over 200,000 keys, 3 rounds
 //	go run ./bench/sqlitemerge -quick          # 300,000 changes over 60,000 keys (about a minute)
 //	go run ./bench/sqlitemerge -changes 100000 -keys 20000 -rounds 5
+//	go run ./bench/sqlitemerge -quick -only push,cross -cpuprofile /tmp/p   # CPU profiles /tmp/p.push, /tmp/p.cross
 //
 // The contenders, run in turn (A B C … A B C …) for -rounds rounds:
 //
@@ -56,6 +57,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -78,6 +80,7 @@ var (
 	mode    = flag.String("mode", "", "internal: run one contender on -db")
 	db      = flag.String("db", "", "internal: database file")
 	keep    = flag.String("keep", "", "also copy the prepared database to this file (for profiling)")
+	profile = flag.String("cpuprofile", "", "write each contender's CPU profile to this path + \".<contender>\" (the last round's)")
 )
 
 type result struct {
@@ -105,7 +108,18 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 	if *mode != "" {
+		if *profile != "" {
+			f, err := os.Create(*profile)
+			if err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
 		r, err := contender(ctx, *mode, *db)
+		pprof.StopCPUProfile()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -300,7 +314,11 @@ func median(xs []float64) float64 {
 // child runs one contender in a child process and returns its result and
 // peak RSS in KiB.
 func child(m, path string) (result, int64, error) {
-	cmd := exec.Command(os.Args[0], "-mode", m, "-db", path, "-batch", fmt.Sprint(*batch), "-step", step.String())
+	args := []string{"-mode", m, "-db", path, "-batch", fmt.Sprint(*batch), "-step", step.String()}
+	if *profile != "" {
+		args = append(args, "-cpuprofile", *profile+"."+m)
+	}
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -97,27 +96,18 @@ type copyLoad struct {
 
 // onlyDecimalChecks reports whether the target's CHECK constraints are
 // all the DECIMAL checks sluice creates (sqlitex.DecimalCheckSQL) on
-// columns the copy writes with a decimalReader: the table's SQL holds no
-// other CHECK. The copy then inserts with PRAGMA ignore_check_constraints,
-// the readers having checked more than the constraints would (their
-// GLOBs cost a sixth of the copy's time).
+// columns the copy writes with a decimalReader (onlyChecksOf). The copy
+// then inserts with PRAGMA ignore_check_constraints, the readers having
+// checked more than the constraints would (their GLOBs cost a sixth of
+// the copy's time).
 func (t *Tx) onlyDecimalChecks(ctx context.Context, readers []copyReader) (bool, error) {
-	var ddl string
-	err := t.q.QueryRowContext(ctx, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE", t.p.st.Table).Scan(&ddl)
-	if err != nil {
-		return false, fmt.Errorf("sqlite sink: read the definition of %q: %w", t.p.st.Table, err)
-	}
-	for i, c := range t.p.st.Schema.Columns {
-		if readers[i] == nil || t.c.types[i].Kind != cdc.KindDecimal {
-			continue // not read by a decimalReader (copyReaderFor)
+	var cols []int
+	for i := range t.p.st.Schema.Columns {
+		if readers[i] != nil && t.c.types[i].Kind == cdc.KindDecimal {
+			cols = append(cols, i) // read by a decimalReader (copyReaderFor)
 		}
-		name := c.Name
-		if tc, ok := t.target.Column(c.Name); ok {
-			name = tc.Name
-		}
-		ddl = strings.ReplaceAll(ddl, sqlitex.DecimalCheckSQL(name), "")
 	}
-	return !strings.Contains(strings.ToUpper(ddl), "CHECK"), nil
+	return t.onlyChecksOf(ctx, cols)
 }
 
 // CopyFrom implements runner.CopySinkTx: it reads r, PostgreSQL COPY text
@@ -150,20 +140,13 @@ func (t *Tx) CopyFrom(ctx context.Context, r io.Reader) (int64, error) {
 func (t *Tx) copyFrom(ctx context.Context, r io.Reader) (n int64, err error) {
 	cl := t.copy
 	if cl.skipChecks {
-		if _, err := t.q.ExecContext(ctx, "PRAGMA ignore_check_constraints = ON"); err != nil {
-			return 0, fmt.Errorf("sqlite sink: %w", err)
+		restore, cerr := t.ignoreChecks(ctx)
+		if cerr != nil {
+			return 0, cerr
 		}
 		defer func() {
-			// Statements compiled meanwhile are expired by the pragma and
-			// compile again with the checks.
-			if _, rerr := t.q.ExecContext(context.WithoutCancel(ctx), "PRAGMA ignore_check_constraints = OFF"); rerr != nil {
-				if t.conn != nil {
-					// never back into the pool without its checks
-					_ = t.conn.Raw(func(any) error { return driver.ErrBadConn })
-				}
-				if err == nil {
-					n, err = 0, fmt.Errorf("sqlite sink: %w", rerr)
-				}
+			if rerr := restore(); rerr != nil && err == nil {
+				n, err = 0, rerr
 			}
 		}()
 	}

@@ -47,7 +47,13 @@
 // its reader does not take (a NaN, an infinity, a BC date) or a row the
 // target refuses fails the chunk (ErrCopyValue or the database's error):
 // the runner copies it again through sluice, which converts the value as
-// a run does or names the row.
+// a run does or names the row. A bulk copy inside SQLite (a backfill from
+// the same or an attached file) skips the same CHECKs for the DECIMAL
+// columns it copies as stored from a column that carries the same CHECK
+// (Tx.InsertRelationChecked).
+//
+// Keyed modes stage the rows of a batch with multi-row INSERTs into the
+// staging table (rowsPerInsert rows each), then apply them.
 //
 // # Change relations
 //

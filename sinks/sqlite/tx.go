@@ -233,68 +233,86 @@ func (t *Tx) Write(ctx context.Context, batch []cdc.Change) error {
 	return nil
 }
 
+// write stages a batch of a keyed mode (or writes an append-like one:
+// writeRows). Staged rows go into the staging table with multi-row
+// INSERTs (rowsPerInsert rows each, as writeRows); the staging table has
+// no constraint a value can fail, but should a statement fail for a value
+// its rows are staged again one by one, so that the error names the row.
 func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 	cols := t.p.st.Schema.Columns
-	staged := t.c.apply != nil
-	n := len(cols)
-	if staged {
-		n += t.c.meta
-	}
-	if !staged {
+	if t.c.apply == nil {
 		return t.writeRows(ctx, batch)
 	}
-	args := make([]any, n)
-	for bi := range batch {
-		ch := &batch[bi]
-		if len(ch.Row) != len(cols) || (ch.Present != nil && len(ch.Present) != len(cols)) {
-			return fmt.Errorf("sqlite sink: row has %d values for %d columns", len(ch.Row), len(cols))
+	n := len(cols) + t.c.meta
+	per := rowsPerInsert(n)
+	args := make([]any, 0, min(len(batch), per)*n)
+	for start := 0; start < len(batch); start += per {
+		rows := batch[start:min(start+per, len(batch))]
+		args = args[:0]
+		for bi := range rows {
+			ch := &rows[bi]
+			var err error
+			if args, err = t.stageArgs(args, ch); err != nil {
+				return err
+			}
 		}
-		vals := args
-		if staged {
-			if ch.Present != nil && t.p.st.Merge == nil && t.c.apply.full {
-				return fmt.Errorf("sqlite sink: merge into %q: %w (the source must report partial rows: runner.PartialRowSource)", t.p.st.Table, ErrPartialRow)
-			}
-			t.ord++
-			args[0], args[1], args[2], args[3] = ch.Op.String(), ch.CommitVersion, t.ord, presentMask(ch)
-			if t.c.meta > 4 {
-				args[4] = ch.CommitTime.Format(CommitTimeLayout)
-			}
-			vals = args[t.c.meta:]
-		}
-		for i, c := range cols {
-			var v any
-			if ch.Has(i) {
-				v = ch.Row[i]
-			}
-			enc, err := sqlitex.Encode(v, t.c.relTypes[i])
-			if err != nil {
-				return t.valueError(err, ch, c.Name)
-			}
-			vals[i] = enc
-		}
-		if staged && t.p.st.Merge == nil && ch.Op != cdc.OpUpdateBefore {
-			for j, i := range t.keyIdx {
-				if !ch.Has(i) || ch.Row[i] == nil {
-					return t.valueError(&cdc.ValueError{Type: t.c.relTypes[i], Reason: "a merge key column must not be NULL or missing"}, ch, t.keyName[j])
+		err := t.insertRows(ctx, len(rows), args)
+		if err != nil && sqlitex.IsValueError(err) && len(rows) > 1 {
+			// name the row: one by one (the failed statement left nothing)
+			for bi := range rows {
+				if err := t.insert(ctx, args[bi*n:(bi+1)*n]); err != nil {
+					return t.insertError(err, &rows[bi])
 				}
 			}
-			if t.c.notNull != nil {
-				t.nulls.Note(ch, t.c.notNull, t.keyOf)
-			}
+			continue
 		}
-		if err := t.insert(ctx, args); err != nil {
-			if !sqlitex.IsValueError(err) {
-				// A full disk or a read-only file is no fault of the row:
-				// its values stay out of the error (and of the run history).
-				return fmt.Errorf("sqlite sink: write %q: %w", t.p.st.Table, err)
+		if err != nil {
+			if len(rows) == 1 {
+				return t.insertError(err, &rows[0])
 			}
-			return fmt.Errorf("sqlite sink: write %q (%s): %w", t.p.st.Table, changerel.RowLabel(ch, t.p.st.Schema, t.keyIdx, t.keyName), err)
-		}
-		if !staged {
-			t.written[ch.Op]++
+			return fmt.Errorf("sqlite sink: write %q: %w", t.p.st.Table, err)
 		}
 	}
 	return nil
+}
+
+// stageArgs appends the staging row of ch (the meta columns, then each
+// column's value encoded for its relation type) to args.
+func (t *Tx) stageArgs(args []any, ch *cdc.Change) ([]any, error) {
+	cols := t.p.st.Schema.Columns
+	if len(ch.Row) != len(cols) || (ch.Present != nil && len(ch.Present) != len(cols)) {
+		return args, fmt.Errorf("sqlite sink: row has %d values for %d columns", len(ch.Row), len(cols))
+	}
+	if ch.Present != nil && t.p.st.Merge == nil && t.c.apply.full {
+		return args, fmt.Errorf("sqlite sink: merge into %q: %w (the source must report partial rows: runner.PartialRowSource)", t.p.st.Table, ErrPartialRow)
+	}
+	t.ord++
+	args = append(args, ch.Op.String(), ch.CommitVersion, t.ord, presentMask(ch))
+	if t.c.meta > 4 {
+		args = append(args, ch.CommitTime.Format(CommitTimeLayout))
+	}
+	for i, c := range cols {
+		var v any
+		if ch.Has(i) {
+			v = ch.Row[i]
+		}
+		enc, err := sqlitex.Encode(v, t.c.relTypes[i])
+		if err != nil {
+			return args, t.valueError(err, ch, c.Name)
+		}
+		args = append(args, enc)
+	}
+	if t.p.st.Merge == nil && ch.Op != cdc.OpUpdateBefore {
+		for j, i := range t.keyIdx {
+			if !ch.Has(i) || ch.Row[i] == nil {
+				return args, t.valueError(&cdc.ValueError{Type: t.c.relTypes[i], Reason: "a merge key column must not be NULL or missing"}, ch, t.keyName[j])
+			}
+		}
+		if t.c.notNull != nil {
+			t.nulls.Note(ch, t.c.notNull, t.keyOf)
+		}
+	}
+	return args, nil
 }
 
 func (t *Tx) insert(ctx context.Context, args []any) error {

@@ -79,7 +79,41 @@ func (s *snapshot) EngineCopy(ctx context.Context, p *plan.Plan, sink runner.Sin
 	if err := e.compile(p, declared); err != nil {
 		return nil, err
 	}
+	var ddl string
+	if err := s.tx.QueryRowContext(ctx, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE", s.info.Table).Scan(&ddl); err != nil {
+		return nil, fmt.Errorf("read the definition of %s: %w", s.info.Table, err)
+	}
+	e.checked = checkedColumns(p, declared, ddl)
 	return e, nil
+}
+
+// checkedColumns lists the sink's DECIMAL columns whose every value the
+// chunks copy already passes sluice's DECIMAL check
+// (sqlitex.DecimalCheckSQL), so that the target need not run it again
+// (sinksqlite Tx.InsertRelationChecked): a column projected as a bare
+// reference to a source column of the same type that is declared as
+// sluice declares it (storedAsIs: a text value is copied as stored, any
+// other goes through sluice_sink_fit, which writes a number's text or
+// fails) and whose table definition ddl carries that CHECK on it (so
+// every stored text passed it when written).
+func checkedColumns(p *plan.Plan, declared map[string]string, ddl string) []string {
+	var out []string
+	for i, it := range p.Project {
+		sc := p.Sink.Schema.Columns[i]
+		if it.Expr == nil || sc.Type.Kind != cdc.KindDecimal {
+			continue
+		}
+		ref, ok := it.Expr.Column()
+		if !ok || ref.Col < 0 || ref.Col >= len(p.Source.Schema.Columns) {
+			continue
+		}
+		src := p.Source.Schema.Columns[ref.Col]
+		if src.Type != sc.Type || !storedAsIs(src, declared[src.Name]) || !strings.Contains(ddl, sqlitex.DecimalCheckSQL(src.Name)) {
+			continue
+		}
+		out = append(out, sc.Name)
+	}
+	return out
 }
 
 // storedAsIs reports whether column c, whose declared type is declared,
@@ -113,6 +147,9 @@ type engineCopy struct {
 	inner   string // SELECT … with markWhere and markLimit
 	outer   string // the relation's SELECT over (markInner) AS __s
 	at      string // the snapshot's time as TIMESTAMP storage form
+	// checked: the sink's DECIMAL columns whose values already pass
+	// sluice's DECIMAL check (checkedColumns)
+	checked []string
 }
 
 func (e *engineCopy) compile(p *plan.Plan, declared map[string]string) error {
@@ -237,6 +274,10 @@ func (e *engineCopy) Steps(sp runner.SinkPlan) []plan.Step {
 		plan.Step{Where: "source", What: "the table is still as in the snapshot only if the change log's last seq is still the snapshot's offset (else the rest goes through sluice)", SQL: strings.Replace(e.seqSQL(), "?", sqlitex.QuoteString(logTable(e.s.info.Table)), 1)},
 		plan.Step{Where: "source", What: "find the chunk's last key", SQL: "SELECT " + e.keyList + " FROM " + e.table + " AS __t" + e.afterClause(marks) + " ORDER BY " + e.keyList + " LIMIT 1 OFFSET ?"},
 	)
+	if len(e.checked) > 0 && ok && ps.Appends() {
+		out = append(out, plan.Step{Where: "sink", What: "the insert runs with PRAGMA ignore_check_constraints when the target's only CHECKs are sluice's DECIMAL checks on " +
+			strings.Join(e.checked, ", ") + ": the source's columns carry the same CHECK and their values are copied as stored"})
+	}
 	out = append(out, writes...)
 	return append(out, plan.Step{Where: "sink", What: "commit the chunk and the backfill state together", SQL: "COMMIT"})
 }
@@ -412,7 +453,7 @@ func (e *engineCopy) chunk(ctx context.Context, ps *sinksqlite.Plan, job string,
 	if r.Rows > 0 {
 		rel := e.relation(lits, strconv.Itoa(n))
 		if ps.Appends() {
-			_, err = tx.InsertRelation(ctx, rel)
+			_, err = tx.InsertRelationChecked(ctx, rel, e.checked)
 		} else {
 			err = tx.ApplyRelation(ctx, rel)
 		}
