@@ -379,7 +379,11 @@ func (b probeBackend) PrepareSink(ctx context.Context, st *plan.SinkStage) (runn
 }
 
 func (b probeBackend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Offset, opt runner.ReadOptions) (runner.ChangeReader, error) {
-	rd, err := b.Source.Changes(ctx, s, from, opt)
+	// The probe omits UPDATE_BEFORE itself (the SQLite source would too:
+	// it reads all of them here, so that omits counts each one).
+	inner := opt
+	inner.OmitUpdateBefore = false
+	rd, err := b.Source.Changes(ctx, s, from, inner)
 	if err != nil {
 		return nil, err
 	}

@@ -169,8 +169,12 @@ func (b *Backend) sameStream(ctx context.Context, q sqlitex.Querier, s *runner.S
 // result of ChangesQuery(s, from, readPoint) in batches of at most
 // opt.BatchSize changes. Change.Row is aligned with s.TableSchema and holds
 // canonical values (package cdc); CommitTime is UTC with millisecond
-// precision. The reader holds a connection until Close. Errors: bad offsets
-// wrap cdc.ErrBadOffset.
+// precision. With opt.OmitUpdateBefore a STANDARD read leaves out each
+// update's UPDATE_BEFORE and the final ORDER BY (no sort of the read; the
+// merge sink orders by __commit_version itself) and counts one omitted
+// UPDATE_BEFORE per UPDATE_AFTER it returns (runner.OmittingReader). The
+// reader holds a connection until Close. Errors: bad offsets wrap
+// cdc.ErrBadOffset.
 func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Offset, opt runner.ReadOptions) (runner.ChangeReader, error) {
 	tx, err := b.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -185,6 +189,8 @@ func (b *Backend) Changes(ctx context.Context, s *runner.StreamInfo, from cdc.Of
 }
 
 var _ runner.NetChangeSource = (*Backend)(nil)
+
+var _ runner.OmittingReader = (*reader)(nil)
 
 // NetChanges implements runner.NetChangeSource: a read of a STANDARD
 // stream holds the net change per primary key (at most one change per key
@@ -220,7 +226,7 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 	if err := checkAppendAbsent(ctx, tx, s, from, readPoint); err != nil {
 		return nil, err
 	}
-	q, args, err := changesQuery(s, from, readPoint, false)
+	q, args, err := changesQueryWith(s, from, readPoint, gen{afterOnly: opt.OmitUpdateBefore, unordered: opt.OmitUpdateBefore})
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +238,8 @@ func (b *Backend) openRead(ctx context.Context, tx *sql.Tx, s *runner.StreamInfo
 	if n <= 0 {
 		n = DefaultBatchSize
 	}
-	return &reader{tx: tx, rows: rows, schema: s.TableSchema, readPoint: readPoint, batch: n}, nil
+	return &reader{tx: tx, rows: rows, schema: s.TableSchema, readPoint: readPoint, batch: n,
+		countOmitted: opt.OmitUpdateBefore && s.Mode != "APPEND_ONLY", omitted: map[cdc.Op]int64{}}, nil
 }
 
 type reader struct {
@@ -242,9 +249,16 @@ type reader struct {
 	readPoint cdc.Offset
 	batch     int
 	done      bool
+	// countOmitted: the read leaves out UPDATE_BEFORE (OmitUpdateBefore);
+	// each UPDATE_AFTER returned counts one omitted in omitted.
+	countOmitted bool
+	omitted      map[cdc.Op]int64
 }
 
 func (r *reader) ReadPoint() cdc.Offset { return r.readPoint }
+
+// Omitted implements runner.OmittingReader.
+func (r *reader) Omitted() map[cdc.Op]int64 { return r.omitted }
 
 func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 	if r.done {
@@ -266,6 +280,9 @@ func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 		ch, err := scanChange(r.rows, cols, r.schema)
 		if err != nil {
 			return nil, err
+		}
+		if r.countOmitted && ch.Op == cdc.OpUpdateAfter {
+			r.omitted[cdc.OpUpdateBefore]++
 		}
 		out = append(out, ch)
 	}
