@@ -21,8 +21,10 @@ const Null = "\x00"
 // Canon returns the canonical text of v (a value as a driver, a decoder or
 // a test file gives it) as type t: v is converted with cdc.Coerce (its
 // *cdc.ValueError is returned when it does not fit), then DECIMAL is
-// rendered without trailing fractional zeros, TIMESTAMP in UTC, and every
-// other type with cdc.FormatValue. Non-NULL results start with "=", so
+// rendered without trailing fractional zeros, TIMESTAMP in UTC, JSON as
+// PostgreSQL's jsonb writes it (JSONBText: equal documents compare equal
+// whatever their spacing and key order), and every other type with
+// cdc.FormatValue. Non-NULL results start with "=", so
 // they never equal Null.
 func Canon(v any, t cdc.Type) (string, error) {
 	if v == nil {
@@ -42,7 +44,13 @@ func Canon(v any, t cdc.Type) (string, error) {
 			return "=" + cdc.FormatTimestamp(x.UTC()), nil
 		}
 	}
-	return "=" + cdc.FormatValue(c, t), nil
+	s := cdc.FormatValue(c, t)
+	if t.Kind == cdc.KindJSON {
+		if j, ok := JSONBText(s); ok {
+			return "=" + j, nil
+		}
+	}
+	return "=" + s, nil
 }
 
 // Text returns the display form of a Canon text: "NULL" for Null, the

@@ -196,6 +196,9 @@ func PGCanon(x string, t cdc.Type) string {
 		return pgFinite(x, "rtrim(rtrim(to_char("+at+", 'YYYY-MM-DD HH24:MI:SS.US'), '0'), '.') || '+00:00'")
 	case t.Kind == cdc.KindBinary:
 		return "'0x' || encode(" + x + ", 'hex')"
+	case t.Kind == cdc.KindJSON:
+		// jsonb's text, as rowcmp.Canon renders JSON (JSONBText)
+		return "(" + x + ")::jsonb::text"
 	case t.Kind == cdc.KindNative && t.Native == "inet":
 		// inet's output text, as sluice reads it (sinks/postgres
 		// Column.Select): its cast to text adds the netmask of a host
