@@ -57,6 +57,16 @@ func TestBackfillCLI(t *testing.T) {
 	if !strings.Contains(r.stdout, `"n":30`) || !strings.Contains(r.stdout, "46504.65") {
 		t.Errorf("target after backfill: %s", r.stdout)
 	}
+	// The run history (the default connection's database, which exists)
+	// records the backfill: status shows it as the job's last run, not
+	// "never run" (a fresh user's report).
+	tb := parseTable(t, mustSluice(t, "history", "--state", d.conn, "job").stdout)
+	if len(tb.rows) != 1 || tb.rows[0][tb.col(t, "status")] != "committed" {
+		t.Fatalf("history after the backfill: %q", tb.rows)
+	}
+	if st := mustSluice(t, "status", "--conn", d.conn, path).stdout; strings.Contains(st, "never") || !strings.Contains(st, "committed") {
+		t.Errorf("status after the backfill:\n%s", st)
+	}
 }
 
 // cancelOn is standard error that cancels a context when a line containing

@@ -118,6 +118,17 @@ func cmdBackfill(ctx context.Context, e *env, f backfillFlags, paths []string) e
 		return err
 	}
 	printBackfillResult(e.stdout, res)
+	if res.Skipped == "" {
+		// In the run history, as sluice run's runs: status then shows it
+		// as the job's last run, not "never run".
+		done := &runner.Result{Job: res.Job, Start: res.Start, End: res.End, To: res.HandOff,
+			Stats: runner.Stats{Written: res.Written},
+			Note:  fmt.Sprintf("backfill: %s copied in %s, hand-off at offset %s", plural(res.Rows, "row"), plural(int64(res.Chunks), "chunk"), offsetText(res.HandOff, time.Time{})),
+		}
+		if err := recordRun(ctx, e, r, f.state, done, nil); err != nil {
+			fmt.Fprintf(e.stderr, "%s: warning: backfilled, but the run history did not record it: %v\n", res.Job, err)
+		}
+	}
 	return nil
 }
 

@@ -234,7 +234,7 @@ func recordRun(ctx context.Context, e *env, r *runner.Runner, state string, res 
 	}
 	defer st.Close()
 	run := &serve.Run{Job: res.Job, Start: res.Start, End: res.End, Status: serve.StatusCommitted,
-		Read: res.Stats.Read, Written: res.Stats.Written, DeadLettered: res.Stats.DeadLettered, From: res.From, To: res.To, Skipped: res.Skipped}
+		Read: res.Stats.Read, Written: res.Stats.Written, DeadLettered: res.Stats.DeadLettered, From: res.From, To: res.To, Skipped: res.Skipped, Note: res.Note}
 	switch {
 	case failure != nil:
 		run.Status, run.Error = serve.StatusError, failure.Error()
