@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,8 +58,14 @@ func cmdTest(ctx context.Context, e *env, conn string, paths []string) error {
 			bad++
 			continue
 		}
+		malformed := false
 		for _, r := range jobtest.Run(ctx, f, jobtest.Options{Conn: conn, Log: e.log}) {
 			switch {
+			case errors.Is(r.Err, jobtest.ErrBadFile):
+				// The test file's own mistake, found as the case ran
+				// (expected rows, change rows): malformed, exit 2.
+				fmt.Fprintln(e.stderr, r.Err)
+				malformed = true
 			case r.Skipped != "":
 				skipped++
 				fmt.Fprintf(e.stdout, "SKIP %s: %s: %s\n", r.Pos, r.Case, r.Skipped)
@@ -68,6 +75,9 @@ func cmdTest(ctx context.Context, e *env, conn string, paths []string) error {
 				failed++
 				jobtest.Report(e.stdout, r)
 			}
+		}
+		if malformed {
+			bad++
 		}
 	}
 	summary := fmt.Sprintf("%d passed, %d failed, %d skipped in %s (%s)", passed, failed, skipped, plural(int64(len(files)), "file"), time.Since(t0).Round(time.Millisecond))

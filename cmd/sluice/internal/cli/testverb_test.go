@@ -220,3 +220,32 @@ func TestShowStreamsWithStale(t *testing.T) {
 		t.Errorf("stderr does not name the stale stream: %v", r)
 	}
 }
+
+// TestTestMalformedExpect: expected rows that name different columns are
+// the test file's mistake, found as its case runs: exit 2 with the
+// error at file:line:col on stderr, as docs/testing.md says of a
+// malformed test file, not a failed case (exit 1).
+func TestTestMalformedExpect(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"orders_append.yaml", "setup.sql"} {
+		b, err := os.ReadFile(repoPath("examples/orders/" + n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, n, string(b))
+	}
+	tf := writeFile(t, dir, "orders_append.test.yaml", `setup_files: [setup.sql]
+cases:
+  - name: mixed columns
+    changes:
+      - INSERT INTO orders VALUES (4, 'Dave', 3000.00, 'active')
+      - INSERT INTO orders VALUES (5, 'Eve', 1.00, 'active')
+    expect:
+      - {id: 4, name: Dave}
+      - {id: 5, amount: 1.00}
+`)
+	r := sluice(t, "test", tf)
+	if r.code != 2 || !strings.Contains(r.stderr, "orders_append.test.yaml:9:9:") || !strings.Contains(r.stderr, "every expected row names the same columns") {
+		t.Errorf("a test file whose expected rows name different columns: want exit 2 and the error at its line; %v", r)
+	}
+}
