@@ -227,7 +227,12 @@ func (s *single) readOptions(o queryOptions, fromTable bool) queryOptions {
 // ones: 100,000 changes (95k keys, 200k log rows) over the same table
 // took 11.5–13.7 s from the table (two scans of 1M rows: the table's and,
 // hashed, the target's), 8.0 s from the log (server log, auto_explain, on
-// a loaded machine; the hand-written MERGE 5.5–7.6 s).
+// a loaded machine; the hand-written MERGE 5.5–7.6 s). Measured again with
+// the merge joins and 16MB sort runs (docs/benchmarks.md, 2026-12-02): the
+// read from the table alone was faster at that size (256 ms against 292 ms
+// for the window pass), but whole runs with this set to 16 were not (the
+// MERGE 1.02–1.40 s against 0.95–2.29 s, four rounds alternating): the
+// table's pages are one more cold scan.
 const tableReadMinShare = 4
 
 // fromTable reports whether the run whose read point is to takes the
