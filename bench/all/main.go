@@ -236,7 +236,11 @@ func printTable(w io.Writer, all []summary, markdown bool) {
 		fmt.Fprintln(w, "| "+strings.Join(head, " | ")+" |")
 		fmt.Fprintln(w, "|"+strings.Repeat("---|", len(head)))
 		for _, r := range rows {
-			fmt.Fprintln(w, "| "+strings.Join(r, " | ")+" |")
+			cells := make([]string, len(r))
+			for i, c := range r {
+				cells[i] = strings.ReplaceAll(c, "|", `\|`) // a baseline "a | b" is one cell
+			}
+			fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 		}
 		return
 	}
