@@ -37,8 +37,8 @@ type CatalogVersioner interface {
 //     every run, is the one read before the plan was made, and
 //   - the last run with it succeeded without planning again.
 //
-// Jobs whose source or sink backend is not a CatalogVersioner (SQLite,
-// Tablestore, stdout) are planned for every run, as Runner.RunJob does.
+// Jobs whose source or sink backend is not a CatalogVersioner
+// (Tablestore, stdout) are planned for every run, as Runner.RunJob does.
 // Every run still checks the stream and its table against the plan at
 // its read (Runner.Run: ErrPlanStale plans again), as an uncached run
 // does. Setup statements are not run (serve runs them at load).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/sluicedata/sluice/internal/pgtest"
@@ -113,14 +112,15 @@ func targetJSON(t *testing.T, db string) string {
 	return pgScalar(t, db, "SELECT coalesce(string_agg(to_jsonb(r)::text, E'\\n' ORDER BY id), '') FROM r")
 }
 
-// TestPlanCacheNotForOtherBackends: a job whose sink is SQLite (no
-// CatalogVersion) is planned for every run; its rows still arrive.
+// TestPlanCacheNotForOtherBackends: a job whose sink is not a
+// CatalogVersioner (stdout: it prints the rows and consumes nothing) is
+// planned for every run, and each run reads what the uncached job reads.
 func TestPlanCacheNotForOtherBackends(t *testing.T) {
 	e := newEnv(t)
 	e.sql("", `CREATE TABLE t (id INT, v STRING, PRIMARY KEY (id));
 ALTER TABLE t SET PROPERTIES ('change_tracking' = 'true');
 CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY');`)
-	j := e.job("j.yaml", "name: j\nsource: s\nsink: {table: r, mode: append, connection: '"+e.conn("sink.db")+"'}\n")
+	j := e.job("j.yaml", "name: j\nsource: s\nsink: {stdout: true, format: jsonl}\n")
 	cache := runner.NewPlanCache(e.r)
 	for i := range 3 {
 		e.sql("", fmt.Sprintf("INSERT INTO t VALUES (%d, 'x')", i))
@@ -128,14 +128,11 @@ CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := res.Stats.Read; sum(n) != 1 {
-			t.Errorf("run %d read %v, want 1 change", i, n)
+		if n := res.Stats.Read; sum(n) != int64(i+1) {
+			t.Errorf("run %d read %v, want %d changes (a stdout sink consumes nothing)", i, n, i+1)
 		}
 		if cache.Cached("j") != nil {
-			t.Fatalf("run %d: a plan of a SQLite job was cached", i)
+			t.Fatalf("run %d: a plan of a job with a stdout sink was cached", i)
 		}
-	}
-	if rows := e.sql(e.conn("sink.db"), "SELECT count(*) FROM r"); len(rows) != 1 || strings.Join(rows[0], "") != "3" {
-		t.Errorf("target rows %v, want 3", rows)
 	}
 }
