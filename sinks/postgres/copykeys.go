@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/runner"
 )
@@ -96,17 +95,9 @@ func (t *Tx) NoKeysIn(ctx context.Context, keys []string, types []cdc.Type, afte
 // immediately (not deferrable), without predicate or expressions, on
 // exactly the columns cols (in any order).
 func uniqueImmediate(ctx context.Context, q Querier, table string, cols []string) (bool, error) {
-	rows, err := q.Query(ctx, `SELECT array_agg(a.attname::text) FROM pg_index i
-		CROSS JOIN LATERAL unnest(i.indkey) AS k(attnum)
-		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-		WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
-		GROUP BY i.indexrelid`, Quote(table))
+	sets, err := uniqueIndexes(ctx, q, table, true)
 	if err != nil {
-		return false, fmt.Errorf("postgres sink: list indexes of %s: %w", Quote(table), err)
-	}
-	sets, err := pgx.CollectRows(rows, pgx.RowTo[[]string])
-	if err != nil {
-		return false, fmt.Errorf("postgres sink: list indexes of %s: %w", Quote(table), err)
+		return false, err
 	}
 	for _, s := range sets {
 		if len(s) == len(cols) && sameExact(s, cols) {

@@ -292,17 +292,9 @@ func hasUniqueKey(ctx context.Context, q Querier, table string, t *Table, keys [
 	if sameSet(t.Key, keys) {
 		return true, nil
 	}
-	rows, err := q.Query(ctx, `SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_index i
-		CROSS JOIN LATERAL unnest(i.indkey) AS k(attnum)
-		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-		WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
-		GROUP BY i.indexrelid`, Quote(table))
+	sets, err := uniqueIndexes(ctx, q, table, false)
 	if err != nil {
-		return false, fmt.Errorf("postgres sink: list indexes of %s: %w", Quote(table), err)
-	}
-	sets, err := pgx.CollectRows(rows, pgx.RowTo[[]string])
-	if err != nil {
-		return false, fmt.Errorf("postgres sink: list indexes of %s: %w", Quote(table), err)
+		return false, err
 	}
 	for _, s := range sets {
 		if sameSet(s, keys) {
@@ -310,6 +302,30 @@ func hasUniqueKey(ctx context.Context, q Querier, table string, t *Table, keys [
 		}
 	}
 	return false, nil
+}
+
+// uniqueIndexes returns the column names of each unique index of table
+// without predicate or expressions (with immediate, only those checked
+// immediately and valid: not DEFERRABLE, not being built), one slice per
+// index. Errors are the database's, wrapped.
+func uniqueIndexes(ctx context.Context, q Querier, table string, immediate bool) ([][]string, error) {
+	cond := ""
+	if immediate {
+		cond = " AND i.indimmediate AND i.indisvalid"
+	}
+	rows, err := q.Query(ctx, `SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_index i
+		CROSS JOIN LATERAL unnest(i.indkey) AS k(attnum)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL`+cond+`
+		GROUP BY i.indexrelid`, Quote(table))
+	if err != nil {
+		return nil, fmt.Errorf("postgres sink: list indexes of %s: %w", Quote(table), err)
+	}
+	sets, err := pgx.CollectRows(rows, pgx.RowTo[[]string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres sink: list indexes of %s: %w", Quote(table), err)
+	}
+	return sets, nil
 }
 
 func sameSet(a, b []string) bool {
