@@ -62,3 +62,22 @@ func CountOps(rows Rows, into map[cdc.Op]int64) error {
 	}
 	return rows.Err()
 }
+
+// LastOrder is the order, after the commit version, of a merge key's
+// changes of one commit: a DELETE before any other change, then arrival
+// (Ord); desc gives the reverse, for picking the last change first.
+// Changes of one commit version and one merge key come from different
+// source keys (merge keys that are not the source's primary key, as
+// `sluice plan` warns): an UPDATE that moves a row within its primary key
+// (id, region) → (id, other) reads as the DELETE of the old source key
+// and the INSERT of the new one, and after that commit the row exists.
+// Whatever order they arrived in, the key's last change is one that
+// leaves a row, never the DELETE of another source key (DESIGN.md: the
+// target holds the state after the last commit). The SQL is the same on
+// PostgreSQL and SQLite.
+func LastOrder(desc bool) string {
+	if desc {
+		return "(" + Op + " <> 'DELETE') DESC, " + Ord + " DESC"
+	}
+	return "(" + Op + " <> 'DELETE'), " + Ord
+}

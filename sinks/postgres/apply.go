@@ -322,7 +322,7 @@ func (a *Apply) compileMerge(names []string, relation, raw string, opt ApplyOpti
 		}
 		a.add(kindExec, "collapse to the net change per key (last in commit order; UPDATE_BEFORE ignored)",
 			fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT DISTINCT ON (%s) %s, %s, %s FROM %s AS __r WHERE %s <> 'UPDATE_BEFORE' ORDER BY %s, %s DESC, %s",
-				netTable, kl, strings.Join(a.netMeta(), ", "), colPresent, strings.Join(cols, ", "), relation, colOp, kl, colVer, lastOrder(true)))
+				netTable, kl, strings.Join(a.netMeta(), ", "), colPresent, strings.Join(cols, ", "), relation, colOp, kl, colVer, changerel.LastOrder(true)))
 		analyze(net)
 	}
 	if full {
@@ -434,7 +434,7 @@ func foldSQL(s cdc.Schema, isKey []bool, kl, relation string, withTS bool) strin
 	l1 := fmt.Sprintf(`SELECT __r.*, row_number() OVER __w AS __s_seq,
 	count(*) FILTER (WHERE %[1]s = 'DELETE' OR %[2]s IS NULL) OVER (__w ROWS UNBOUNDED PRECEDING) AS __s_grp
 	FROM %[3]s AS __r WHERE %[1]s <> 'UPDATE_BEFORE' WINDOW __w AS (PARTITION BY %[4]s ORDER BY %[5]s, %[6]s)`,
-		colOp, colPresent, relation, kl, colVer, lastOrder(false))
+		colOp, colPresent, relation, kl, colVer, changerel.LastOrder(false))
 	l2 := fmt.Sprintf(`SELECT * FROM (SELECT __l1.*, max(__s_grp) OVER (PARTITION BY %s) AS __s_maxgrp FROM (%s) AS __l1) AS __l2 WHERE __s_grp = __s_maxgrp`, kl, l1)
 	var sel, mask, all []string
 	for i, c := range s.Columns {
@@ -513,22 +513,4 @@ func countOps(ctx context.Context, q Querier, query string, into map[cdc.Op]int6
 	}
 	defer rows.Close()
 	return changerel.CountOps(rows, into)
-}
-
-// lastOrder is the order, after the commit version, of a merge key's
-// changes of one commit: a DELETE before any other change, then arrival
-// (__ord); desc gives the reverse, for picking the last change first.
-// Changes of one commit version and one merge key come from different
-// source keys (merge keys that are not the source's primary key, as
-// `sluice plan` warns): an UPDATE that moves a row within its primary key
-// (id, region) → (id, other) reads as the DELETE of the old source key
-// and the INSERT of the new one, and after that commit the row exists.
-// Whatever order they arrived in, the key's last change is one that
-// leaves a row, never the DELETE of another source key (DESIGN.md: the
-// target holds the state after the last commit).
-func lastOrder(desc bool) string {
-	if desc {
-		return "(" + colOp + " <> 'DELETE') DESC, " + colOrd + " DESC"
-	}
-	return "(" + colOp + " <> 'DELETE'), " + colOrd
 }

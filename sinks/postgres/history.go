@@ -114,7 +114,7 @@ func (a *Apply) compileHistory(names []string, target cdc.Schema, relation strin
 		}
 	}
 	kl := strings.Join(keys, ", ")
-	order := fmt.Sprintf("PARTITION BY %s ORDER BY __s_src, %s, %s", kl, colVer, lastOrder(false))
+	order := fmt.Sprintf("PARTITION BY %s ORDER BY __s_src, %s, %s", kl, colVer, changerel.LastOrder(false))
 	from, to := Quote(plan.ColValidFrom), Quote(plan.ColValidTo)
 	query := fmt.Sprintf(`WITH __ev AS (SELECT %[1]s, __r.%[2]s AS %[2]s, __r.%[3]s::timestamptz AS %[3]s, 1 AS __s_src, __r.%[4]s::bigint AS %[4]s, __r.%[5]s::bigint AS %[5]s FROM %[6]s AS __r WHERE __r.%[2]s <> 'UPDATE_BEFORE'),
 __all AS (SELECT * FROM __ev UNION ALL SELECT %[7]s, 'CURRENT', __t.%[8]s::timestamptz, 0, 0, 0 FROM %[9]s AS __t WHERE __t.%[10]s IS NULL AND (%[11]s) IN (SELECT %[12]s FROM __ev)),

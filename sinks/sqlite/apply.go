@@ -234,7 +234,7 @@ func (a *Apply) compileMerge(rel, tt []cdc.Type, relation string) {
 		isKey[j] = true
 	}
 	kl := strings.Join(keys, ", ")
-	order := fmt.Sprintf("ORDER BY %s, %s", colVer, lastOrder(false))
+	order := fmt.Sprintf("ORDER BY %s, %s", colVer, changerel.LastOrder(false))
 	kt := keyTextSQL(s, a.st.Keys, "")
 	if a.full && a.st.OneChangePerKey {
 		a.compileMergeOne(rel, tt, relation, kl, kt)
@@ -310,7 +310,7 @@ func (a *Apply) compileMergeFull(rel, tt []cdc.Type, relation, kl, kt string, is
 		fmt.Fprintf(&out, "%s, ", colTS)
 	}
 	fmt.Fprintf(&out, "%[1]s, 0 AS __reset, NULL AS %[2]s FROM (SELECT *, row_number() OVER (PARTITION BY %[3]s ORDER BY %[4]s DESC, %[5]s) AS __s_rn "+
-		"FROM %[6]s AS __r WHERE %[1]s <> 'UPDATE_BEFORE') WHERE __s_rn = 1", colOp, colPresent, kl, colVer, lastOrder(true), relation)
+		"FROM %[6]s AS __r WHERE %[1]s <> 'UPDATE_BEFORE') WHERE __s_rn = 1", colOp, colPresent, kl, colVer, changerel.LastOrder(true), relation)
 	a.applyNet(out.String(), "keep the last change per key in commit order (UPDATE_BEFORE ignored)", kl, isKey, false)
 }
 
@@ -472,22 +472,4 @@ func countOps(ctx context.Context, q Querier, query string, into map[cdc.Op]int6
 	}
 	defer rows.Close()
 	return changerel.CountOps(rows, into)
-}
-
-// lastOrder is the order, after the commit version, of a merge key's
-// changes of one commit: a DELETE before any other change, then arrival
-// (__ord); desc gives the reverse, for picking the last change first.
-// Changes of one commit version and one merge key come from different
-// source keys (merge keys that are not the source's primary key, as
-// `sluice plan` warns): an UPDATE that moves a row within its primary key
-// (id, region) → (id, other) reads as the DELETE of the old source key
-// and the INSERT of the new one, and after that commit the row exists.
-// Whatever order they arrived in, the key's last change is one that
-// leaves a row, never the DELETE of another source key (DESIGN.md: the
-// target holds the state after the last commit).
-func lastOrder(desc bool) string {
-	if desc {
-		return "(" + colOp + " <> 'DELETE') DESC, " + colOrd + " DESC"
-	}
-	return "(" + colOp + " <> 'DELETE'), " + colOrd
 }

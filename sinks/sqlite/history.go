@@ -116,7 +116,7 @@ func (a *Apply) compileHistory(rel, tt []cdc.Type, relation string) {
 		differs = append(differs, fmt.Sprintf(" OR %s IS NOT __p%d", q, i))
 	}
 	cl := strings.Join(cols, ", ")
-	order := fmt.Sprintf("PARTITION BY %s ORDER BY __s_src, %s, %s", kl, colVer, lastOrder(false))
+	order := fmt.Sprintf("PARTITION BY %s ORDER BY __s_src, %s, %s", kl, colVer, changerel.LastOrder(false))
 	query := fmt.Sprintf(`WITH __ev AS (SELECT %[1]s, __r.%[2]s AS %[2]s, __r.%[3]s AS %[3]s, 1 AS __s_src, __r.%[4]s AS %[4]s, __r.%[5]s AS %[5]s FROM %[6]s AS __r WHERE __r.%[2]s <> 'UPDATE_BEFORE'),
 __all AS (SELECT * FROM __ev UNION ALL SELECT %[7]s, 'CURRENT', __t.%[8]s, 0, 0, 0 FROM %[9]s AS __t WHERE __t.%[10]s IS NULL AND (%[11]s) IN (SELECT %[12]s FROM __ev)),
 __lag AS (SELECT *, lag(%[2]s) OVER __w AS __p_op%[13]s FROM __all WINDOW __w AS (%[14]s)),
