@@ -340,6 +340,9 @@ func (s *Server) attempt(e *entry, st *state) outcome {
 	switch st0 {
 	case StatusCommitted:
 		out.moved = Rows(r.Read) > 0 || !r.From.Equal(r.To)
+		if Rows(r.Read) > 0 {
+			s.consumed.Store(true)
+		}
 		st.succeeded(r)
 		level := slog.LevelInfo
 		if emptyPoll {

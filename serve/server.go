@@ -134,6 +134,11 @@ type Def struct {
 // with Reload, then Start; stop it with Shutdown. Its methods are safe for
 // concurrent use.
 type Server struct {
+	// consumed: a run committed changes it read since the last trim of
+	// the change logs, so the next lag poll trims though every job is
+	// quiet (a run that read leaves its job quiet: quiet.go).
+	consumed atomic.Bool
+
 	cfg     Config
 	log     *slog.Logger
 	clock   Clock
@@ -609,7 +614,8 @@ func (s *Server) lagLoop(ctx context.Context) {
 				s.refreshLag(ctx, e.job)
 			}
 		}
-		if now := s.clock.Now(); s.cfg.TrimLogs != nil && (!allQuiet || lastTrim.IsZero() || now.Sub(lastTrim) >= s.quietMax()) {
+		consumed := s.consumed.Swap(false)
+		if now := s.clock.Now(); s.cfg.TrimLogs != nil && (!allQuiet || consumed || lastTrim.IsZero() || now.Sub(lastTrim) >= s.quietMax()) {
 			s.trimLogs(ctx, jobs)
 			lastTrim = now
 		}
