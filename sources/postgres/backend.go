@@ -60,6 +60,18 @@ type Backend struct {
 // tables uses little of it.
 const tempBuffers = "256MB"
 
+// transportSettings are the settings every sluice session runs with, so
+// that the text form of a value reads back as the same value in any
+// other sluice session: ISO dates with the year first whatever the
+// database's DateStyle, PostgreSQL-style intervals, floats that read back
+// exactly (shortest-precise output, PostgreSQL 12+), bytea in hex.
+var transportSettings = map[string]string{
+	"datestyle":          "ISO, YMD",
+	"intervalstyle":      "postgres",
+	"extra_float_digits": "3",
+	"bytea_output":       "hex",
+}
+
 // Open connects to the database of url (postgres://…, postgresql://… or a
 // key=value DSN) and checks that the server answers. Errors never contain
 // the password.
@@ -84,6 +96,19 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Backend, error) {
 	// expr's PostgreSQL dialect assumes UTC for zone-less text.
 	if _, set := cfg.ConnConfig.RuntimeParams["timezone"]; !set {
 		cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	}
+	// The text form of values must not depend on the settings a database
+	// or role gives its sessions (ALTER DATABASE … SET DateStyle = 'SQL,
+	// DMY', extra_float_digits = 0, IntervalStyle = 'sql_standard',
+	// bytea_output = 'escape'): values that travel as text (arrays,
+	// ranges, json, intervals, …) are written by one session and parsed
+	// by another, in another database, whose settings may differ. Every
+	// session sluice opens fixes them, as pg_dump does for its own output
+	// (a startup parameter wins over a database's or role's setting, and
+	// over the URL's: these are how sluice moves values, not a choice of
+	// the user).
+	for k, v := range transportSettings {
+		cfg.ConnConfig.RuntimeParams[k] = v
 	}
 	// Runs materialize their reads and stage their rows in TEMP tables;
 	// temp_buffers can only be set before a session's first use of one, so
