@@ -129,6 +129,45 @@ type ColumnChange struct {
 	// is widened to Type (cdc.Widens).
 	Widen bool
 	From  cdc.Type
+	// Fill is what the target's existing rows get in a new column (Widen
+	// false): the value the source row of each holds for it. Set by the
+	// runner's planning from the source (runner.AddedColumnSource).
+	Fill Fill
+}
+
+// FillKind tells how a new target column is filled in the rows the
+// target already holds.
+type FillKind int
+
+const (
+	// FillNull leaves the rows NULL: the source rows that predate the
+	// column hold NULL in it (ALTER TABLE … ADD COLUMN without a DEFAULT).
+	FillNull FillKind = iota
+	// FillValue gives every row Fill.Value: the value every source row
+	// that predates the column holds (PostgreSQL's missing value,
+	// pg_attribute.attmissingval, of an ADD COLUMN with a non-volatile
+	// DEFAULT; SQLite's constant DEFAULT of an added column).
+	FillValue
+	// FillReread sets each row's column to the value the source row of
+	// the same merge key holds when the run commits, read from the source
+	// table Fill.Table in the sink's own database (a per-row DEFAULT:
+	// volatile, serial, identity, generated). Only a merge sink in the
+	// source's database can; the runner refuses the run otherwise.
+	FillReread
+)
+
+// Fill is how a new target column is filled (ColumnChange.Fill).
+type Fill struct {
+	Kind FillKind
+	// Value is the value for FillValue, canonical for the column's type
+	// (package cdc); nil is NULL.
+	Value any
+	// Table is the source table for FillReread, as an SQL reference in
+	// the sink's dialect (quoted, schema-qualified where needed).
+	Table string
+	// Why describes the source column's DEFAULT in words, for plans and
+	// errors ("DEFAULT 7", "a volatile DEFAULT").
+	Why string
 }
 
 // String describes the change in words, for plans and errors.
@@ -136,7 +175,14 @@ func (c ColumnChange) String() string {
 	if c.Widen {
 		return "widen column " + c.Column + " from " + c.From.String() + " to " + c.Type.String()
 	}
-	return "add column " + c.Column + " " + c.Type.String()
+	s := "add column " + c.Column + " " + c.Type.String()
+	switch c.Fill.Kind {
+	case FillValue:
+		s += ", existing rows set to " + cdc.FormatValue(c.Fill.Value, c.Type) + " (the source's " + c.Fill.Why + ")"
+	case FillReread:
+		s += ", existing rows set to the value of their key in " + c.Fill.Table + " (the source's " + c.Fill.Why + ")"
+	}
+	return s
 }
 
 // EvolvedTarget returns the existing target's schema target as it is

@@ -71,6 +71,13 @@ var (
 	// ErrSchemaChanged, ErrPlanStale) with backoff, so that the job goes
 	// on by itself once its user has acted.
 	ErrSourceSchema = errors.New("the source table's definition changed")
+	// ErrColumnUnfillable: a column the source table gained holds a value
+	// of its own in each row that predates it (a volatile, serial,
+	// identity or generated DEFAULT), which no change carries, and the
+	// run cannot read it by key for the target's rows (fillAdded). Nothing
+	// was written and no offset moved; matched by ErrSourceSchema, so
+	// serve retries once the user has added the column to the target.
+	ErrColumnUnfillable = SchemaSentinel("a new column's values cannot be filled in the target")
 )
 
 // SchemaSentinel returns a sentinel error with the given text that

@@ -244,6 +244,9 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 			if evolve, left, err = applySchemaPolicy(prep, policy, target, modeCols); err != nil {
 				return err
 			}
+			if err := r.fillAdded(ctx, prep, b, evolve); err != nil {
+				return err
+			}
 			if len(left) > 0 {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("on_schema_change ignore: column(s) %s of %s are not written (%s has no such column)", strings.Join(left, ", "), p.Source.Table, job.Sink.Table))
 			}

@@ -13,32 +13,54 @@ import (
 	"github.com/sluicedata/sluice/plan"
 )
 
-// evolve returns the one ALTER TABLE that makes the existing target t
-// (named table in the job)
-// follow ch (plan.SinkStage.Evolve: on_schema_change evolve), and t as it
-// is after it (a copy); "" and t when t already has every change (another
-// run, or a person, made them). A new column is added with the type
-// ColumnType gives the projected type (a PostgreSQL source's own type:
-// jsonb stays jsonb), nullable and without a default, so rows written
-// before it hold NULL; a widened column gets the wider type
-// (ALTER COLUMN … TYPE: varchar and numeric precision widen in the
-// catalog only, int to bigint rewrites the table under its ACCESS
-// EXCLUSIVE lock). It runs in the run's transaction, so a failed run
-// leaves the target as it was.
-func evolve(table string, t *Table, ch []plan.ColumnChange) (string, *Table) {
+// evolve returns the statements that make the existing target t (named
+// table in the job) follow ch (plan.SinkStage.Evolve: on_schema_change
+// evolve), and t as it is after them (a copy); none and t when t already
+// has every change (another run, or a person, made them). A new column is
+// added with the type ColumnType gives the projected type (a PostgreSQL
+// source's own type: jsonb stays jsonb), nullable and without a default,
+// and the rows the target holds get what the source's rows that predate
+// the column hold (plan.Fill): NULL; one value (FillValue), given as the
+// ADD COLUMN's DEFAULT and dropped again by a second ALTER TABLE, so
+// PostgreSQL keeps it as the column's missing value and rewrites nothing;
+// or each row's value by key from the source table in this database
+// (FillReread, an UPDATE … FROM after the ALTER). A widened column gets
+// the wider type (ALTER COLUMN … TYPE: varchar and numeric precision
+// widen in the catalog only, int to bigint rewrites the table under its
+// ACCESS EXCLUSIVE lock). q turns a FillValue into a literal of the
+// column's type (PostgreSQL's own text form of it). The statements run in
+// the run's transaction, so a failed run leaves the target as it was.
+func evolve(ctx context.Context, q Querier, table string, t *Table, ch []plan.ColumnChange, keys []string) ([]string, *Table, error) {
 	if len(ch) == 0 || t == nil {
-		return "", t
+		return nil, t, nil
 	}
 	out := *t
 	out.Columns = slices.Clone(t.Columns)
-	var parts []string
+	var parts, drops, after []string
 	for _, c := range ch {
 		pgt := ColumnType(c.Type)
 		_, native := LogicalType(pgt)
 		i := slices.IndexFunc(out.Columns, func(o Column) bool { return strings.EqualFold(o.Name, c.Column) })
 		switch {
 		case i < 0:
-			parts = append(parts, fmt.Sprintf("ADD COLUMN %s %s", Quote(c.Column), pgt))
+			add := fmt.Sprintf("ADD COLUMN %s %s", Quote(c.Column), pgt)
+			switch c.Fill.Kind {
+			case plan.FillValue:
+				lit, err := fillLiteral(ctx, q, c.Fill.Value, c.Type, pgt, native)
+				if err != nil {
+					return nil, nil, fmt.Errorf("postgres sink: the value %s of the new column %s of %s (the source's %s): %w", cdc.FormatValue(c.Fill.Value, c.Type), c.Column, Quote(table), c.Fill.Why, err)
+				}
+				add += " DEFAULT " + lit
+				drops = append(drops, fmt.Sprintf("ALTER COLUMN %s DROP DEFAULT", Quote(c.Column)))
+			case plan.FillReread:
+				on := make([]string, len(keys))
+				for k, key := range keys {
+					on[k] = fmt.Sprintf("d.%s = s.%s", Quote(key), Quote(key))
+				}
+				after = append(after, fmt.Sprintf("UPDATE %s d SET %s = s.%s FROM %s s WHERE %s",
+					Quote(table), Quote(c.Column), Quote(c.Column), c.Fill.Table, strings.Join(on, " AND ")))
+			}
+			parts = append(parts, add)
 			col := Column{PGType: pgt, Native: native}
 			col.Name, col.Type = c.Column, c.Type
 			out.Columns = append(out.Columns, col)
@@ -48,9 +70,31 @@ func evolve(table string, t *Table, ch []plan.ColumnChange) (string, *Table) {
 		}
 	}
 	if len(parts) == 0 {
-		return "", t
+		return nil, t, nil
 	}
-	return fmt.Sprintf("ALTER TABLE %s %s", Quote(table), strings.Join(parts, ", ")), &out
+	stmts := []string{fmt.Sprintf("ALTER TABLE %s %s", Quote(table), strings.Join(parts, ", "))}
+	if len(drops) > 0 {
+		stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s %s", Quote(table), strings.Join(drops, ", ")))
+	}
+	return append(stmts, after...), &out, nil
+}
+
+// fillLiteral returns v (canonical, of logical type t) as a literal of
+// the PostgreSQL type pgt ('7'::integer), in PostgreSQL's own text form
+// of the value, which reads back as the same value.
+func fillLiteral(ctx context.Context, q Querier, v any, t cdc.Type, pgt string, native bool) (string, error) {
+	if v == nil {
+		return "NULL::" + pgt, nil
+	}
+	param := "$1::" + pgt
+	if !native {
+		param = "$1::text::" + pgt
+	}
+	var text string
+	if err := q.QueryRow(ctx, "SELECT ("+param+")::text", Encode(v, t)).Scan(&text); err != nil {
+		return "", err
+	}
+	return Literal(text) + "::" + pgt, nil
 }
 
 // describeEvolve lists ch in words ("add column c BIGINT; widen …").

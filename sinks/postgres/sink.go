@@ -113,7 +113,7 @@ func (p *Plan) Stage() *plan.SinkStage { return p.st }
 type compiled struct {
 	table   string
 	create  string     // CREATE TABLE of a missing target, "" when it exists
-	evolve  string     // ALTER TABLE of an existing target under on_schema_change evolve, "" for none
+	evolve  []string   // the statements that follow the source's columns in an existing target (on_schema_change evolve; evolve)
 	index   string     // CREATE INDEX of a missing target, "" for none (createTarget)
 	meta    []string   // the change-relation columns staged before the projected ones
 	target  *Table     // the target (synthesized when missing)
@@ -156,7 +156,10 @@ func (p *Plan) compile(ctx context.Context, q Querier, t *Table, exists bool) (*
 			t.Columns = append(t.Columns, Column{Column: col, PGType: pgt, Native: native})
 		}
 	} else if st.Merge == nil {
-		c.evolve, t = evolve(st.Table, t, st.Evolve)
+		var err error
+		if c.evolve, t, err = evolve(ctx, q, st.Table, t, st.Evolve, st.Keys); err != nil {
+			return nil, err
+		}
 		if err := checkAdded(t, st); err != nil {
 			return nil, err
 		}
@@ -400,8 +403,8 @@ func (c *compiled) attachSteps(st *plan.SinkStage, exists, stage bool) []plan.St
 			out = append(out, sk("index its keys and __valid_to (finds a key's current version)", c.index))
 		}
 	}
-	if c.evolve != "" {
-		out = append(out, sk(fmt.Sprintf("follow the source's columns (on_schema_change evolve): %s", describeEvolve(st.Evolve)), c.evolve))
+	for _, q := range c.evolve {
+		out = append(out, sk(fmt.Sprintf("follow the source's columns (on_schema_change evolve): %s", describeEvolve(st.Evolve)), q))
 	}
 	switch st.Mode {
 	case plan.ModeOverwrite:

@@ -133,9 +133,7 @@ func (p *Plan) attach(ctx context.Context, tx pgx.Tx, job string, owned bool) (*
 	if c.index != "" {
 		setup = append(setup, c.index)
 	}
-	if c.evolve != "" {
-		setup = append(setup, c.evolve)
-	}
+	setup = append(setup, c.evolve...)
 	if exists && st.Mode == plan.ModeOverwrite {
 		setup = append(setup, "DELETE FROM "+Quote(st.Table))
 	}

@@ -1,7 +1,10 @@
 package sqlite
 
 import (
+	"encoding/hex"
 	"fmt"
+	"math"
+	"strconv"
 	"slices"
 	"strings"
 
@@ -17,8 +20,14 @@ const widenTemp = "__sluice_widen"
 // table, described as target) follow ch (plan.SinkStage.Evolve:
 // on_schema_change evolve), and the target's schema after them; none when
 // target already has every change. A new column is added with the
-// declared type of the projected type (sqlitex.DeclareSQL), so rows
-// written before it hold NULL. SQLite cannot change a column's declared
+// declared type of the projected type (sqlitex.DeclareSQL), and the rows
+// the target holds get what the source's rows that predate the column
+// hold (plan.Fill): NULL; one value (FillValue), as the ADD COLUMN's
+// DEFAULT, which SQLite gives every existing row without rewriting one
+// (SQLite cannot drop a DEFAULT again; sluice writes every column, so it
+// never supplies a value); or each row's value by key from the source
+// table in this file (FillReread, an UPDATE … FROM after the ALTER).
+// SQLite cannot change a column's declared
 // type, which sluice reads back as the column's type and checks values
 // against (an INT's range, a DECIMAL's digits): a widened column is
 // added under a temporary name with the wider declared type, the values
@@ -29,9 +38,9 @@ const widenTemp = "__sluice_widen"
 // key, an index, a constraint, a view or a trigger cannot be dropped, and
 // the run fails with SQLite's error (evolveError). All of it runs in the
 // run's write transaction.
-func evolve(table string, target cdc.Schema, ch []plan.ColumnChange) ([]string, cdc.Schema) {
+func evolve(table string, target cdc.Schema, ch []plan.ColumnChange, keys []string) ([]string, cdc.Schema, error) {
 	if len(ch) == 0 {
-		return nil, target
+		return nil, target, nil
 	}
 	out := target
 	out.Columns = slices.Clone(target.Columns)
@@ -42,7 +51,27 @@ func evolve(table string, target cdc.Schema, ch []plan.ColumnChange) ([]string, 
 		decl := sqlitex.DeclareSQL(c.Type)
 		switch {
 		case i < 0:
-			stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", q, sqlitex.Quote(c.Column), decl))
+			add := fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", q, sqlitex.Quote(c.Column), decl)
+			var fill string
+			switch c.Fill.Kind {
+			case plan.FillValue:
+				lit, err := fillLiteral(c.Fill.Value, c.Type)
+				if err != nil {
+					return nil, target, fmt.Errorf("sqlite sink: the value %s of the new column %s of %q (the source's %s): %w", cdc.FormatValue(c.Fill.Value, c.Type), c.Column, table, c.Fill.Why, err)
+				}
+				add += " DEFAULT " + lit
+			case plan.FillReread:
+				on := make([]string, len(keys))
+				for k, key := range keys {
+					on[k] = fmt.Sprintf("d.%s = s.%s", sqlitex.Quote(key), sqlitex.Quote(key))
+				}
+				fill = fmt.Sprintf("UPDATE %s AS d SET %s = s.%s FROM %s AS s WHERE %s",
+					q, sqlitex.Quote(c.Column), sqlitex.Quote(c.Column), c.Fill.Table, strings.Join(on, " AND "))
+			}
+			stmts = append(stmts, add)
+			if fill != "" {
+				stmts = append(stmts, fill)
+			}
 			out.Columns = append(out.Columns, cdc.Column{Name: c.Column, Type: c.Type})
 		case c.Widen && cdc.Widens(out.Columns[i].Type, c.Type):
 			name := sqlitex.Quote(out.Columns[i].Name)
@@ -56,7 +85,41 @@ func evolve(table string, target cdc.Schema, ch []plan.ColumnChange) ([]string, 
 			out.Columns = append(slices.Delete(out.Columns, i, i+1), col)
 		}
 	}
-	return stmts, out
+	return stmts, out, nil
+}
+
+// fillLiteral returns v (canonical, of logical type t) as the SQLite
+// literal of the value the sink stores for it (sqlitex.Encode): an
+// integer, a REAL written so that it reads back as the same float64, a
+// quoted string, or a blob X'…'.
+func fillLiteral(v any, t cdc.Type) (string, error) {
+	e, err := sqlitex.Encode(v, t)
+	if err != nil {
+		return "", err
+	}
+	switch x := e.(type) {
+	case nil:
+		return "NULL", nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case float64:
+		switch {
+		case math.IsInf(x, 1):
+			return "9e999", nil
+		case math.IsInf(x, -1):
+			return "-9e999", nil
+		}
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".e") {
+			s += ".0"
+		}
+		return s, nil
+	case string:
+		return "'" + strings.ReplaceAll(x, "'", "''") + "'", nil
+	case []byte:
+		return "X'" + hex.EncodeToString(x) + "'", nil
+	}
+	return "", fmt.Errorf("no SQLite literal for %s", cdc.FormatValue(v, t))
 }
 
 // evolveError is the error of a failed evolve statement q on table.

@@ -122,7 +122,10 @@ func (p *Plan) compile(ctx context.Context, q Querier, target cdc.Schema, exists
 		c.create, c.index = createTarget(st)
 		target = cdc.Schema{Columns: st.WithAdded().Columns, Key: keys}
 	} else {
-		c.evolve, target = evolve(st.Table, target, st.Evolve)
+		var err error
+		if c.evolve, target, err = evolve(st.Table, target, st.Evolve, st.Keys); err != nil {
+			return nil, err
+		}
 		if err := checkAdded(st.Table, target, st); err != nil {
 			return nil, err
 		}
