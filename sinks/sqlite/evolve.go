@@ -4,8 +4,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluicedata/sluice/cdc"
