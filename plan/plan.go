@@ -149,10 +149,12 @@ const (
 	// DEFAULT; SQLite's constant DEFAULT of an added column).
 	FillValue
 	// FillReread sets each row's column to the value the source row of
-	// the same merge key holds when the run commits, read from the source
-	// table Fill.Table in the sink's own database (a per-row DEFAULT:
-	// volatile, serial, identity, generated). Only a merge sink in the
-	// source's database can; the runner refuses the run otherwise.
+	// the same merge key holds (a per-row DEFAULT: volatile, serial,
+	// identity, generated): read from the source table Fill.Table in the
+	// sink's own database by the sink's SQL, or, with Fill.Table "", read
+	// from the source by the run and handed to the sink
+	// (runner.ColumnFiller). Only a merge sink whose keys are the source's
+	// primary key can; the runner refuses the run otherwise.
 	FillReread
 )
 
@@ -180,7 +182,11 @@ func (c ColumnChange) String() string {
 	case FillValue:
 		s += ", existing rows set to " + cdc.FormatValue(c.Fill.Value, c.Type) + " (the source's " + c.Fill.Why + ")"
 	case FillReread:
-		s += ", existing rows set to the value of their key in " + c.Fill.Table + " (the source's " + c.Fill.Why + ")"
+		from := c.Fill.Table
+		if from == "" {
+			from = "the source table (read by the run)"
+		}
+		s += ", existing rows set to the value of their key in " + from + " (the source's " + c.Fill.Why + ")"
 	}
 	return s
 }

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+
+	"github.com/sluicedata/sluice/cdc"
 	"slices"
 	"strings"
 
@@ -31,11 +33,14 @@ type AddedColumnSource interface {
 
 // fillAdded sets the Fill of each new column of evolve (ColumnChange with
 // Widen false) from the job's source. A FillReread needs the row of each
-// target key in the source table, which only a merge sink in the source's
-// own database reaches (an UPDATE … FROM the source table by the merge
-// keys, which must be the table's primary key); any other sink is refused
-// with an error wrapping ErrColumnUnfillable at the sink's position in
-// the job file, before anything is written.
+// target key in the source table: a merge sink whose merge keys are the
+// table's primary key reaches it, in the source's own database by SQL (an
+// UPDATE … FROM the source table), in another through the run
+// (fillColumns, Fill.Table ""); a merge on other keys is refused with an
+// error wrapping ErrColumnUnfillable at the sink's position in the job
+// file, before anything is written. A change target (append, history,
+// SQL MERGE) holds images of changes delivered before the column existed,
+// which no key names: they keep NULL, with a plan warning.
 func (r *Runner) fillAdded(ctx context.Context, prep *Prepared, sink Backend, evolve []plan.ColumnChange) error {
 	src, ok := prep.source.(AddedColumnSource)
 	if !ok {
@@ -52,9 +57,25 @@ func (r *Runner) fillAdded(ctx context.Context, prep *Prepared, sink Backend, ev
 			return fmt.Errorf("column %s added to %s: %w", c.Column, prep.stream.Table, err)
 		}
 		if f.Kind == plan.FillReread {
-			if why := rereadRefusal(prep, sink, job); why != "" {
+			if job.Sink.Mode != plan.ModeMerge || job.Sink.Merge != nil {
+				// A change target (append, history, …) holds images of
+				// changes, not rows by key: the images delivered before
+				// the column existed keep NULL in it.
+				prep.Plan.Warnings = append(prep.Plan.Warnings, fmt.Sprintf("column %s was added to %s with %s (a value per row): the rows %s holds already keep NULL in it (they are changes delivered before it existed, which no key of a merge target names); every change after the ALTER carries its value",
+					c.Column, prep.stream.Table, f.Why, job.Sink.Table))
+				f = plan.Fill{Kind: plan.FillNull, Why: f.Why}
+				c.Fill = f
+				continue
+			}
+			why, viaRun := rereadRefusal(prep, sink, job)
+			if viaRun {
+				// The run reads the column by key from the source
+				// (fillColumns) and the sink sets it (ColumnFiller).
+				f.Table = ""
+			}
+			if why != "" {
 				at := job.Sink.TablePos
-				return pos.Errorf(at, "%w: column %s was added to %s with %s, so each of its rows that predate it holds a value of its own, which no change carries, and %s; nothing was written and the offset did not move. To go on, add the column to %s yourself (ALTER TABLE … ADD COLUMN %s) and fill it as the source holds it: the next run writes %s for every change after that. Or set on_schema_change: ignore",
+				return pos.Errorf(at, "%w: column %s was added to %s with %s, so each of its rows that predate it holds a value of its own, which no change carries, and %s; nothing was written and the offset did not move. To go on, add the column to %s yourself (ALTER TABLE … ADD COLUMN %s): the next run writes %s for every change after that, and the rows before keep what you give them. Or set on_schema_change: ignore",
 					ErrColumnUnfillable, c.Column, prep.stream.Table, f.Why, why, job.Sink.Table, c.Column, c.Column)
 			}
 		}
@@ -64,23 +85,120 @@ func (r *Runner) fillAdded(ctx context.Context, prep *Prepared, sink Backend, ev
 }
 
 // rereadRefusal says why the target's rows cannot be filled by key from
-// the source table ("" when they can): a sink in another database, a mode
-// other than merge, or merge keys that are not the source's primary key.
-func rereadRefusal(prep *Prepared, sink Backend, job *plan.Job) string {
-	switch {
-	case sink.Scheme() != prep.source.Scheme() || sink.Identity() != prep.source.Identity():
-		return fmt.Sprintf("%s is in another database than %s, which the run cannot read them from by key", job.Sink.Table, prep.stream.Table)
-	case job.Sink.Mode != plan.ModeMerge || job.Sink.Merge != nil:
-		return fmt.Sprintf("%s is not a merge target (mode merge with keys), whose rows the run could fill by key", job.Sink.Table)
-	}
+// the source table ("" when they can): merge keys that are not the
+// source's primary key, or a sink in another database that cannot fill
+// columns. viaRun reports a merge
+// target in another database (or a backend of its own), which the run
+// fills by reading the source (fillColumns), when the sink and source can.
+func rereadRefusal(prep *Prepared, sink Backend, job *plan.Job) (why string, viaRun bool) {
 	keys := prep.stream.TableSchema.Key
 	if len(keys) == 0 || len(keys) != len(job.Sink.Keys) {
-		return fmt.Sprintf("the merge keys of %s are not the primary key of %s", job.Sink.Table, prep.stream.Table)
+		return fmt.Sprintf("the merge keys of %s are not the primary key of %s", job.Sink.Table, prep.stream.Table), false
 	}
 	for _, k := range keys {
 		if !slices.ContainsFunc(job.Sink.Keys, func(s string) bool { return strings.EqualFold(s, k) }) {
-			return fmt.Sprintf("the merge keys of %s are not the primary key of %s", job.Sink.Table, prep.stream.Table)
+			return fmt.Sprintf("the merge keys of %s are not the primary key of %s", job.Sink.Table, prep.stream.Table), false
 		}
 	}
-	return ""
+	if sink.Scheme() == prep.source.Scheme() && sink.Identity() == prep.source.Identity() {
+		return "", false
+	}
+	_, fills := prep.sink.(fillSink)
+	_, snaps := prep.source.(Snapshotter)
+	if !fills || !snaps {
+		return fmt.Sprintf("%s is in another database than %s, and its sink cannot fill columns by key", job.Sink.Table, prep.stream.Table), false
+	}
+	return "", true
+}
+
+// fillSink marks a Sink whose transactions are ColumnFillers; only such a
+// sink gets a FillReread with no table (filled through the run).
+type fillSink interface {
+	Sink
+	FillsColumns() bool
+}
+
+// ColumnFiller is a SinkTx that sets columns of the target's existing
+// rows by key: the fill of a new column with a value per row
+// (plan.FillReread) whose source table is in another database, read by
+// the run from the source (fillColumns).
+type ColumnFiller interface {
+	// FillColumns sets, in the sink transaction, the columns cols of the
+	// target's row whose merge keys equal each row's first len(keys)
+	// values to the row's other values (rows: keys then cols, canonical
+	// values of the columns' types). A key the target lacks is left
+	// alone. Errors: a value the column's type cannot hold (naming the
+	// key and the column), or the database's.
+	FillColumns(ctx context.Context, keys, cols []cdc.Column, rows [][]any) error
+}
+
+// fillChunk is the number of source rows fillColumns reads and hands to
+// the sink at a time.
+const fillChunk = 10000
+
+// fillColumns fills, in the run's sink transaction tx and before any
+// change is written, each new column of the plan whose FillReread has no
+// table (a target in another database): it reads the source table's
+// rows in primary-key order in one snapshot (Snapshotter) and lets the
+// sink set the columns by key (ColumnFiller). The snapshot is taken now,
+// at or after the run's read point: a key changed after it gets the
+// newer value, and the next run delivers that change whole; the run's
+// own changes, applied after the fill, win for their keys.
+func (r *Runner) fillColumns(ctx context.Context, prep *Prepared, info *StreamInfo, from cdc.Offset, tx SinkTx) error {
+	var cols []cdc.Column
+	for _, c := range prep.Plan.Sink.Evolve {
+		if !c.Widen && c.Fill.Kind == plan.FillReread && c.Fill.Table == "" {
+			if sc, ok := info.TableSchema.Column(c.Column); ok {
+				cols = append(cols, sc)
+			}
+		}
+	}
+	if len(cols) == 0 {
+		return nil
+	}
+	filler, ok := tx.(ColumnFiller)
+	snapper, ok2 := prep.source.(Snapshotter)
+	if !ok || !ok2 {
+		return fmt.Errorf("%w: the sink cannot fill the columns %v by key", ErrColumnUnfillable, cols)
+	}
+	var keys []cdc.Column
+	var keyIdx, colIdx []int
+	for _, k := range info.TableSchema.Key {
+		keyIdx = append(keyIdx, info.TableSchema.Index(k))
+		c, _ := info.TableSchema.Column(k)
+		keys = append(keys, c)
+	}
+	for _, c := range cols {
+		colIdx = append(colIdx, info.TableSchema.Index(c.Name))
+	}
+	snap, err := snapper.Snapshot(ctx, info, from)
+	if err != nil {
+		return fmt.Errorf("read the new columns of %s by key: %w", info.Table, err)
+	}
+	defer snap.Close()
+	var after []any
+	for {
+		chunk, err := snap.Chunk(ctx, after, fillChunk)
+		if err != nil {
+			return fmt.Errorf("read the new columns of %s by key: %w", info.Table, err)
+		}
+		if len(chunk) == 0 {
+			return nil
+		}
+		rows := make([][]any, len(chunk))
+		for i, ch := range chunk {
+			row := make([]any, 0, len(keyIdx)+len(colIdx))
+			for _, k := range keyIdx {
+				row = append(row, ch.Row[k])
+			}
+			for _, c := range colIdx {
+				row = append(row, ch.Row[c])
+			}
+			rows[i] = row
+		}
+		if err := filler.FillColumns(ctx, keys, cols, rows); err != nil {
+			return err
+		}
+		after = rows[len(rows)-1][:len(keyIdx)]
+	}
 }

@@ -164,6 +164,9 @@ func (r *Runner) runThroughWith(ctx context.Context, prep *Prepared, res *Result
 		return res, err
 	}
 	res.From, res.Note = from, note
+	if err := r.fillColumns(ctx, prep, info, from, tx); err != nil {
+		return res, err
+	}
 	opt := ReadOptions{BatchSize: r.batchSize(), OmitUpdateBefore: p.Sink.IgnoresUpdateBefore()}
 	rd, err := prep.source.Changes(ctx, info, from, opt)
 	if err != nil {

@@ -1,8 +1,10 @@
 package runner_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,9 +23,10 @@ import (
 // the target with the source table's own rows, every current column
 // (sameRows: IS NOT DISTINCT FROM in one PostgreSQL database, text
 // otherwise). Then, on PostgreSQL, columns with a value per row (a
-// volatile DEFAULT, serial): the pushed-down job fills them by key from
-// the table; a job into another database refuses (ErrColumnUnfillable,
-// nothing written, offset unmoved) until the column is in its target.
+// volatile DEFAULT, serial): every merge job fills them by key from the
+// table (pushed down by SQL, into another database through the run), and
+// an append job keeps NULL in the rows it delivered before, with a plan
+// warning.
 func TestAddColumnFillsTarget(t *testing.T) {
 	pg := pgtest.NewDatabase(t)
 	other := pgtest.NewDatabase(t)
@@ -123,36 +126,69 @@ func TestAddColumnFillsTarget(t *testing.T) {
 		if p.src != pg {
 			continue
 		}
-		err := run(p)
-		if p.dst == pg {
-			if err != nil {
-				t.Fatalf("%s, run after ADD COLUMN with a volatile DEFAULT: %v", p.name, err)
-			}
-			sameRows(t, e, p.name+", after ADD COLUMN with a volatile DEFAULT and serial", p, p.prefix+"_t", cols, all, 2)
-			continue
+		if err := run(p); err != nil {
+			t.Fatalf("%s, run after ADD COLUMN with a volatile DEFAULT and serial: %v", p.name, err)
 		}
-		if !errors.Is(err, runner.ErrColumnUnfillable) || !errors.Is(err, runner.ErrSourceSchema) {
-			t.Fatalf("%s, run after ADD COLUMN with a volatile DEFAULT: %v, want ErrColumnUnfillable", p.name, err)
-		}
-		for _, want := range []string{"column r", "random()", p.prefix + "_t", "offset did not move"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("%s: error %q does not name %q", p.name, err, want)
-			}
-		}
-		if got := e.sql(p.dst, fmt.Sprintf("SELECT v FROM %s_t WHERE id = 3", p.prefix)); len(got) != 1 || got[0][0] != "b2" && got[0][0] != "v3" {
-			t.Errorf("%s: refused run wrote row 3: %v", p.name, got)
+		sameRows(t, e, p.name+", after ADD COLUMN with a volatile DEFAULT and serial", p, p.prefix+"_t", cols, all, 2)
+	}
+
+	// An append target holds images of changes delivered before the
+	// column existed: they keep NULL (a plan warning says so), and every
+	// change after the ALTER carries its value.
+	e.sql(pg, "CREATE TABLE STREAM s_f_app ON TABLE ac WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY')")
+	app := fmt.Sprintf("connection: '%s'\nname: f_app\nsource: s_f_app\nsink: {table: f_app_t, connection: '%s'}\n", pg, other)
+	e.native(pg, "INSERT INTO ac (id, v) VALUES (8, 'h')")
+	if _, err := e.run(e.job("app.yaml", app)); err != nil {
+		t.Fatalf("append job, first run: %v", err)
+	}
+	e.native(pg, "ALTER TABLE ac ADD COLUMN w uuid DEFAULT gen_random_uuid()")
+	e.native(pg, "INSERT INTO ac (id, v) VALUES (9, 'i')")
+	prep, err := e.r.Plan(context.Background(), e.job("app.yaml", app))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(prep.Plan.Warnings, func(w string) bool { return strings.Contains(w, "column w") && strings.Contains(w, "keep NULL") }) {
+		t.Errorf("plan warnings %q do not say that f_app_t's rows keep NULL in w", prep.Plan.Warnings)
+	}
+	if _, err := e.run(e.job("app.yaml", app)); err != nil {
+		t.Fatalf("append job after ADD COLUMN w … DEFAULT gen_random_uuid(): %v", err)
+	}
+	want := e.sql(pg, "SELECT id, v, w FROM ac WHERE id = 9")
+	if got := e.sql(other, "SELECT id, v, w FROM f_app_t WHERE id = 9"); !equalRows(got, want) || want[0][2] == "NULL" {
+		t.Errorf("append target row 9 %v, want the source's %v", got, want)
+	}
+	if got := e.sql(other, "SELECT count(*) FROM f_app_t WHERE id = 8 AND w IS NULL"); got[0][0] != "1" {
+		t.Errorf("append target row 8: %v rows with w NULL, want 1", got)
+	}
+
+	// A merge on keys that are not the source's primary key cannot find
+	// its rows' source rows: the run refuses, nothing written, offset
+	// unmoved, until the column is in the target.
+	e.sql(pg, "CREATE TABLE STREAM s_f_k ON TABLE ac WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')")
+	kj := fmt.Sprintf("connection: '%s'\nname: f_k\nsource: s_f_k\nsink: {table: f_k_t, mode: merge, keys: [id, v], connection: '%s'}\n", pg, other)
+	e.native(pg, "UPDATE ac SET v = 'h2' WHERE id = 8")
+	if _, err := e.run(e.job("k.yaml", kj)); err != nil {
+		t.Fatalf("merge on (id, v), first run: %v", err)
+	}
+	e.native(pg, "ALTER TABLE ac ADD COLUMN z float8 DEFAULT random()")
+	e.native(pg, "UPDATE ac SET v = 'h3' WHERE id = 8")
+	_, err = e.run(e.job("k.yaml", kj))
+	if !errors.Is(err, runner.ErrColumnUnfillable) || !errors.Is(err, runner.ErrSourceSchema) {
+		t.Fatalf("merge on (id, v) after ADD COLUMN z … DEFAULT random(): %v, want ErrColumnUnfillable", err)
+	}
+	for _, want := range []string{"column z", "random()", "f_k_t", "not the primary key", "offset did not move", "ADD COLUMN z"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("merge on (id, v): error %q does not name %q", err, want)
 		}
 	}
-	// The way on for the other database: the columns added to the target
-	// and filled by hand from the source's values; the next run goes on.
-	p := paths[0]
-	vals := e.sql(pg, "SELECT id, r, u FROM ac ORDER BY id")
-	e.native(other, "ALTER TABLE f_pg_t ADD COLUMN r float8, ADD COLUMN u integer")
-	for _, row := range vals {
-		e.native(other, fmt.Sprintf("UPDATE f_pg_t SET r = %s, u = %s WHERE id = %s", row[1], row[2], row[0]))
+	if got := e.sql(other, "SELECT count(*) FROM f_k_t WHERE v = 'h3'"); got[0][0] != "0" {
+		t.Errorf("refused run wrote the update: %v", got)
 	}
-	if err := run(p); err != nil {
-		t.Fatalf("%s, run after the columns were added by hand: %v", p.name, err)
+	e.native(other, "ALTER TABLE f_k_t ADD COLUMN z float8")
+	if _, err := e.run(e.job("k.yaml", kj)); err != nil {
+		t.Fatalf("merge on (id, v) after the column was added by hand: %v", err)
 	}
-	sameRows(t, e, p.name+", after the columns were added by hand", p, "f_pg_t", cols, all, 3)
+	if got := e.sql(other, "SELECT count(*) FROM f_k_t WHERE v = 'h3' AND z IS NOT NULL"); got[0][0] != "1" {
+		t.Errorf("merge on (id, v): %v rows h3 with z, want 1", got)
+	}
 }

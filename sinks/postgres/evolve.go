@@ -53,6 +53,9 @@ func evolve(ctx context.Context, q Querier, table string, t *Table, ch []plan.Co
 				add += " DEFAULT " + lit
 				drops = append(drops, fmt.Sprintf("ALTER COLUMN %s DROP DEFAULT", Quote(c.Column)))
 			case plan.FillReread:
+				if c.Fill.Table == "" {
+					break // filled by the run (runner.ColumnFiller, FillColumns)
+				}
 				on := make([]string, len(keys))
 				for k, key := range keys {
 					on[k] = fmt.Sprintf("d.%s = s.%s", Quote(key), Quote(key))

@@ -61,6 +61,9 @@ func evolve(table string, target cdc.Schema, ch []plan.ColumnChange, keys []stri
 				}
 				add += " DEFAULT " + lit
 			case plan.FillReread:
+				if c.Fill.Table == "" {
+					break // filled by the run (runner.ColumnFiller, FillColumns)
+				}
 				on := make([]string, len(keys))
 				for k, key := range keys {
 					on[k] = fmt.Sprintf("d.%s = s.%s", sqlitex.Quote(key), sqlitex.Quote(key))

@@ -97,3 +97,7 @@ func (b *Backend) AddedColumn(ctx context.Context, s *runner.StreamInfo, col str
 	}
 	return plan.Fill{Kind: plan.FillReread, Table: ref, Why: why}, nil
 }
+
+// FillsColumns marks the PostgreSQL sink as one whose transactions fill
+// columns by key (runner.ColumnFiller, sinks/postgres Tx.FillColumns).
+func (b *Backend) FillsColumns() bool { return true }
