@@ -22,7 +22,12 @@ func TestWidens(t *testing.T) {
 		{Decimal(10, 2), Decimal(12, 3), false}, // a change of scale rounds or pads: not a widening
 		{Decimal(10, 2), TypeNumeric, true},
 		{TypeNumeric, Decimal(10, 2), false},
-		{TypeInt, TypeString, false}, // a change of family
+		{TypeInt, TypeString, true}, // bigint → text keeps every value's digits
+		{Decimal(10, 2), TypeString, true},
+		{TypeString, TypeInt, false},
+		{TypeDouble, TypeString, false}, // a float's text differs between engines
+		{Type{Kind: KindBoolean}, TypeString, false},
+		{TypeInt, Type{Kind: KindVarchar, Length: 30}, false}, // bounded: not every value fits
 		{TypeInt, Decimal(20, 0), false},
 	}
 	for _, c := range cases {

@@ -287,6 +287,25 @@ func TestSchemaChangePolicies(t *testing.T) {
 		run("widen", p, "ignore", "qty")
 		value("widen", p, "ignore", "qty", 2, "2")
 	}
+
+	// An integer to text (every value keeps its digits): a widening too.
+	pgExec(t, pg, "ALTER TABLE sc ALTER COLUMN qty TYPE text")
+	pgExec(t, pg, "UPDATE sc SET qty = 'abc' WHERE id = 3")
+	for _, p := range paths {
+		if !p.pg {
+			continue
+		}
+		run("to text", p, "evolve", "")
+		same("to text", p, "evolve", "id, qty", "id > 1")
+		want := "qty text"
+		if strings.HasPrefix(p.dst, "sqlite") {
+			want = "qty TEXT"
+		}
+		if cols := e.columns(p.dst, p.target("evolve")); !hasColumnType(cols, want) {
+			t.Errorf("to text, %s, evolve: target columns %v, want %s", p.name, cols, want)
+		}
+		run("to text", p, "fail", "column qty is STRING in sc but INT in "+p.target("fail"))
+	}
 }
 
 func hasColumnType(columns []string, want string) bool {
