@@ -79,6 +79,23 @@ func (r *Runner) runPlanned(ctx context.Context, prep *Prepared) (*Result, error
 	}
 	if prep.push != nil {
 		stats, from, to, err := prep.push.Run(ctx, p.Job.Name)
+		if errors.Is(err, ErrNoPushdown) {
+			// The database could not run the compiled SQL (a target
+			// column of another type than the source's): nothing was
+			// written; the rows go through sluice instead.
+			r.log().Debug("pushed-down run refused; running through sluice", "job", p.Job.Name, "err", err)
+			sp, perr := prep.sink.PrepareSink(ctx, &prep.Plan.Sink)
+			if perr != nil {
+				return res, perr
+			}
+			through := *prep
+			through.push, through.sinkPlan = nil, sp
+			res, err := r.runThrough(ctx, &through, res)
+			if through.deadLettering(err) {
+				return r.runDeadLetters(ctx, &through, &Result{Job: res.Job, Start: res.Start})
+			}
+			return res, err
+		}
 		if prep.deadLettering(err) {
 			return r.runDeadLetters(ctx, prep, res)
 		}

@@ -484,6 +484,13 @@ func classifyPushdownErr(err error) error {
 	switch c := pgCode(err); {
 	case strings.HasPrefix(c, "22") || strings.HasPrefix(c, "23"):
 		return fmt.Errorf("%w: %w", runner.ErrPushdownValue, err)
+	case c == "42804":
+		// datatype_mismatch: a target column of another type than the
+		// source's, which the MERGE cannot assign (text into timestamp,
+		// after a type change of the source): the run goes through
+		// sluice, which converts each value or names the row that does
+		// not convert.
+		return fmt.Errorf("%w: %w", runner.ErrNoPushdown, err)
 	case c == "42703" || c == "42P01":
 		return fmt.Errorf("%w (a DDL ran during the run; nothing was written): %w", runner.ErrPlanStale, err)
 	}
