@@ -375,14 +375,75 @@ var timestampLayouts = []string{
 // ParseTimestamp parses the timestamp texts the dialect accepts: ISO 8601 /
 // RFC 3339 with 'T' or a space, optional fraction, optional zone offset. A
 // text without a zone is taken as UTC. The zone written is kept.
+//
+// The year is four digits or, outside 0001–9999, ISO 8601's astronomical
+// year as FormatTimestamp writes it: 0000 is 1 BC, -0001 is 2 BC, -4712 is
+// 4713 BC, and a year after 9999 has all its digits (an optional leading
+// '+' is accepted). PostgreSQL's own text of a BC value, with " BC" after
+// it ("4713-01-01 00:00:00+00 BC"), is read too.
 func ParseTimestamp(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
+	if t, ok := parseFarTimestamp(s); ok {
+		return t, nil
+	}
 	for _, l := range timestampLayouts {
 		if t, err := time.Parse(l, s); err == nil {
 			return t, nil
 		}
 	}
 	return time.Time{}, fmt.Errorf("%w: %q is not a timestamp", ErrBadValue, s)
+}
+
+// parseFarTimestamp parses a timestamp text whose year is not four plain
+// digits (a sign, more digits, or PostgreSQL's " BC" suffix); ok is false
+// for any other text, which ParseTimestamp's layouts read. The rest of the
+// text is parsed with a stand-in year of the same leap-ness, so that
+// February 29 is valid exactly when it is in the year written.
+func parseFarTimestamp(s string) (time.Time, bool) {
+	body, bc := strings.CutSuffix(s, " BC")
+	i := 0
+	neg := false
+	if i < len(body) && (body[i] == '+' || body[i] == '-') {
+		neg = body[i] == '-'
+		i++
+	}
+	j := i
+	for j < len(body) && body[j] >= '0' && body[j] <= '9' {
+		j++
+	}
+	digits := j - i
+	if digits < 4 || digits > 9 || j == len(body) || body[j] != '-' || (i == 0 && digits == 4 && !bc) || (bc && i > 0) {
+		return time.Time{}, false
+	}
+	year, _ := strconv.Atoi(body[i:j])
+	switch {
+	case bc && year == 0:
+		return time.Time{}, false // PostgreSQL has no year 0 BC
+	case bc:
+		year = 1 - year
+	case neg:
+		year = -year
+	}
+	stand := "2001"
+	if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		stand = "2000"
+	}
+	var t time.Time
+	var err error
+	for _, l := range timestampLayouts {
+		if t, err = time.Parse(l, stand+body[j:]); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return time.Time{}, false
+	}
+	loc := t.Location()
+	if loc != time.UTC {
+		_, off := t.Zone()
+		loc = time.FixedZone("", off)
+	}
+	return time.Date(year, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc), true
 }
 
 // FormatValue renders a canonical value as text for display and for the text
@@ -438,9 +499,27 @@ func FormatValue(v any, t Type) string {
 
 // FormatTimestamp renders t as "2006-01-02 15:04:05[.ffffff]-07:00" (or
 // "Z"-free "+00:00" for UTC), keeping its zone offset. Text in this form sorts
-// chronologically only within one zone offset.
+// chronologically only within one zone offset, and only between the years
+// 0000 and 9999. A year outside 0001–9999 is ISO 8601's astronomical year:
+// 1 BC is 0000, 4713 BC is -4712, 294276 AD is 294276 (ParseTimestamp reads
+// each back).
 func FormatTimestamp(t time.Time) string {
 	return t.Format("2006-01-02 15:04:05.999999999-07:00")
+}
+
+// FormatBC renders a DATE or TIMESTAMP value x as FormatValue does for
+// type t, except that a year before 1 AD is written as PostgreSQL writes
+// it: the year BC, then " BC" (4713 BC, the astronomical year -4712, is
+// "4713-01-01 BC"; 1 BC is "0001-12-31 23:00:00+00:00 BC"). PostgreSQL
+// reads the text back with a cast, and ParseTimestamp reads it too.
+func FormatBC(x time.Time, t Type) string {
+	s := FormatValue(x, t)
+	y := x.Year()
+	if y > 0 {
+		return s
+	}
+	end := strings.IndexByte(s[1:], '-') + 1 // the year's end (s may start with '-')
+	return fmt.Sprintf("%04d", 1-y) + s[end:] + " BC"
 }
 
 // DecimalText renders d with its own digits, trailing fraction zeros

@@ -630,6 +630,17 @@ func TestParseTimestamp(t *testing.T) {
 		{"  2024-03-10 12:34:56  ", time.Date(2024, 3, 10, 12, 34, 56, 0, time.UTC), 0},
 		// The form FormatTimestamp writes.
 		{"2026-11-29 16:53:55.026+00:00", time.Date(2026, 11, 29, 16, 53, 55, 26000000, time.UTC), 0},
+		// Astronomical years outside 0001–9999 (as FormatTimestamp writes
+		// them) and PostgreSQL's " BC".
+		{"-4712-01-01 00:00:00+00:00", time.Date(-4712, 1, 1, 0, 0, 0, 0, time.UTC), 0},
+		{"0000-02-29 23:59:59.999999-08:00", time.Date(0, 2, 29, 23, 59, 59, 999999000, pst), -28800},
+		{"-0001-12-31", time.Date(-1, 12, 31, 0, 0, 0, 0, time.UTC), 0},
+		{"294276-12-31 23:59:59.999999+00:00", time.Date(294276, 12, 31, 23, 59, 59, 999999000, time.UTC), 0},
+		{"+294276-12-31 23:59:59.999999", time.Date(294276, 12, 31, 23, 59, 59, 999999000, time.UTC), 0},
+		{"5874897-12-31", time.Date(5874897, 12, 31, 0, 0, 0, 0, time.UTC), 0},
+		{"4713-01-01 BC", time.Date(-4712, 1, 1, 0, 0, 0, 0, time.UTC), 0},
+		{"0001-01-01 00:00:00+05:30 BC", time.Date(0, 1, 1, 0, 0, 0, 0, ist), 19800},
+		{"0005-02-29 BC", time.Date(-4, 2, 29, 0, 0, 0, 0, time.UTC), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -645,7 +656,8 @@ func TestParseTimestamp(t *testing.T) {
 			}
 		})
 	}
-	for _, in := range []string{"", "yesterday", "12:34:56", "2024-13-01", "2024-03-10 25:00:00", "2024-03-10 12:34:56 PST", "2024/03/10", "20240310"} {
+	for _, in := range []string{"", "yesterday", "12:34:56", "2024-13-01", "2024-03-10 25:00:00", "2024-03-10 12:34:56 PST", "2024/03/10", "20240310",
+		"-2023-02-29", "0002-02-29 BC", "0000-01-01 BC", "-4712-01-01 BC", "12345", "-12-01-01", "2024-03-10 BC BC"} {
 		t.Run("bad "+in, func(t *testing.T) {
 			got, err := ParseTimestamp(in)
 			if !errors.Is(err, ErrBadValue) {
@@ -663,6 +675,11 @@ func TestTimestampRoundTrip(t *testing.T) {
 		time.Date(2024, 3, 10, 12, 34, 56, 123456789, time.FixedZone("", 5*3600+1800)),
 		time.Date(1970, 1, 1, 0, 0, 0, 1000, time.FixedZone("", -12*3600)),
 		time.Date(2024, 12, 31, 23, 59, 59, 999999000, time.FixedZone("", 14*3600)),
+		time.Date(-4712, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(0, 12, 31, 23, 59, 59, 999999000, time.FixedZone("", -3600)),
+		time.Date(-99, 6, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(294276, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(5874897, 12, 31, 0, 0, 0, 0, time.UTC),
 	} {
 		s := FormatTimestamp(tm)
 		got, err := ParseTimestamp(s)
@@ -674,6 +691,31 @@ func TestTimestampRoundTrip(t *testing.T) {
 		_, off2 := got.Zone()
 		if !got.Equal(tm) || off1 != off2 {
 			t.Errorf("%q parsed to %v, want %v", s, got, tm)
+		}
+	}
+}
+
+// TestFormatBC: a year before 1 AD is written as PostgreSQL writes it,
+// which ParseTimestamp reads back; other years as FormatValue writes them.
+func TestFormatBC(t *testing.T) {
+	for _, tt := range []struct {
+		v    time.Time
+		typ  Type
+		want string
+	}{
+		{time.Date(-4712, 1, 1, 0, 0, 0, 0, time.UTC), TypeDate, "4713-01-01 BC"},
+		{time.Date(0, 12, 31, 23, 59, 59, 999999000, time.UTC), TypeTimestamp, "0001-12-31 23:59:59.999999+00:00 BC"},
+		{time.Date(-9, 2, 3, 4, 5, 6, 0, time.FixedZone("", 3600)), TypeTimestamp, "0010-02-03 04:05:06+01:00 BC"},
+		{time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), TypeDate, "0001-01-01"},
+		{time.Date(5874897, 12, 31, 0, 0, 0, 0, time.UTC), TypeDate, "5874897-12-31"},
+	} {
+		got := FormatBC(tt.v, tt.typ)
+		if got != tt.want {
+			t.Errorf("FormatBC(%v, %s) = %q, want %q", tt.v, tt.typ, got, tt.want)
+		}
+		back, err := ParseTimestamp(got)
+		if err != nil || !back.Equal(tt.v) {
+			t.Errorf("ParseTimestamp(%q) = %v, %v; want %v", got, back, err, tt.v)
 		}
 	}
 }

@@ -2,7 +2,10 @@
 // of one logical type are equal exactly when their Canon texts are equal.
 // NULL differs from every value (the empty string too); DECIMAL values
 // compare by number (1.50 equals 1.5); TIMESTAMP values compare by instant
-// (the same instant in two zones is equal); text compares byte for byte.
+// (the same instant in two zones is equal), and a DATE or TIMESTAMP before
+// 1 AD renders as PostgreSQL writes it ("4713-01-01 BC", cdc.FormatBC);
+// a FLOAT or DOUBLE -0 equals 0 (as PostgreSQL's = says); text compares
+// byte for byte.
 // `sluice test` and `sluice diff` compare rows with it.
 package rowcmp
 
@@ -21,7 +24,8 @@ const Null = "\x00"
 // Canon returns the canonical text of v (a value as a driver, a decoder or
 // a test file gives it) as type t: v is converted with cdc.Coerce (its
 // *cdc.ValueError is returned when it does not fit), then DECIMAL is
-// rendered without trailing fractional zeros, TIMESTAMP in UTC, JSON as
+// rendered without trailing fractional zeros, TIMESTAMP in UTC, DATE and
+// TIMESTAMP with cdc.FormatBC (a year BC as PostgreSQL writes it), JSON as
 // PostgreSQL's jsonb writes it (JSONBText: equal documents compare equal
 // whatever their spacing and key order), and every other type with
 // cdc.FormatValue. Non-NULL results start with "=", so
@@ -39,10 +43,15 @@ func Canon(v any, t cdc.Type) (string, error) {
 		return Null, nil
 	case decimal.Decimal:
 		return "=" + x.String(), nil
+	case float64:
+		if x == 0 {
+			return "=0", nil // -0 equals 0, as in PostgreSQL (SQLite stores -0.0 as 0)
+		}
 	case time.Time:
 		if t.Kind == cdc.KindTimestamp {
-			return "=" + cdc.FormatTimestamp(x.UTC()), nil
+			x = x.UTC()
 		}
+		return "=" + cdc.FormatBC(x, t), nil
 	}
 	s := cdc.FormatValue(c, t)
 	if t.Kind == cdc.KindJSON {

@@ -5,9 +5,10 @@
 // The canonical text of a non-NULL value of logical type t is
 // rowcmp.Text(rowcmp.Canon(v, t)): integers in decimal, DECIMAL without
 // trailing fractional zeros (1.50 → "1.5"), TIMESTAMP in UTC
-// ("2024-01-15 10:00:00.5+00:00"), DATE "2006-01-02" (the infinities of
-// both "infinity" and "-infinity"; DECIMAL's "NaN", "Infinity"), BOOLEAN
-// "true"/"false", BINARY "0x…" in lower-case hex, text as is. A row's text
+// ("2024-01-15 10:00:00.5+00:00"), DATE "2006-01-02" (a year BC as
+// PostgreSQL writes it: "4713-01-01 BC", cdc.FormatBC; the infinities of
+// both "infinity" and "-infinity"; DECIMAL's "NaN", "Infinity"), FLOAT
+// and DOUBLE's -0 as "0" (SQLite cannot store it), BOOLEAN "true"/"false", BINARY "0x…" in lower-case hex, text as is. A row's text
 // is each column's text encoded as "N" for NULL or "V<length>:<text>"
 // (length in characters), concatenated: the encoding is injective, so two
 // rows get one text only when every column is rowcmp-equal (and NULL never
@@ -177,7 +178,9 @@ func PGNativeHash(xs []string) string {
 
 // PGCanon returns SQL computing the canonical text of x, a PostgreSQL
 // expression of type t (NULL for NULL), in a session whose DateStyle is
-// any.
+// ISO (PGDateStyle): a date is its own text there ("4713-01-01 BC",
+// "5874897-12-31": to_char would convert it to a timestamp, whose range
+// ends in 294276), a timestamp before 1 AD ends in " BC" (cdc.FormatBC).
 func PGCanon(x string, t cdc.Type) string {
 	switch {
 	case t.Kind.IsInteger():
@@ -187,15 +190,19 @@ func PGCanon(x string, t cdc.Type) string {
 	case t.Kind == cdc.KindDecimal:
 		return "trim_scale((" + x + ")::numeric)::text"
 	case t.Kind == cdc.KindDate:
-		return pgFinite(x, "to_char("+x+", 'YYYY-MM-DD')")
+		return "((" + x + ")::date)::text"
 	case t.Kind == cdc.KindTimestamp:
 		at := "(" + x + ") AT TIME ZONE 'UTC'"
 		if t.Native == cdc.TimestampNTZ || strings.HasPrefix(t.Native, "timestamp without") {
 			at = "(" + x + ")"
 		}
-		return pgFinite(x, "rtrim(rtrim(to_char("+at+", 'YYYY-MM-DD HH24:MI:SS.US'), '0'), '.') || '+00:00'")
+		return pgFinite(x, "rtrim(rtrim(to_char("+at+", 'YYYY-MM-DD HH24:MI:SS.US'), '0'), '.') || '+00:00'"+
+			" || CASE WHEN "+at+" < '0001-01-01 00:00:00'::timestamp THEN ' BC' ELSE '' END")
 	case t.Kind == cdc.KindBinary:
 		return "'0x' || encode(" + x + ", 'hex')"
+	case t.Kind == cdc.KindFloat, t.Kind == cdc.KindDouble:
+		// -0 is 0, as rowcmp.Canon renders it (and = compares it).
+		return "CASE WHEN (" + x + ") = 0 THEN '0' ELSE (" + x + ")::text END"
 	case t.Kind == cdc.KindJSON:
 		// jsonb's text, as rowcmp.Canon renders JSON (JSONBText)
 		return "(" + x + ")::jsonb::text"
@@ -207,6 +214,10 @@ func PGCanon(x string, t cdc.Type) string {
 	}
 	return "(" + x + ")::text"
 }
+
+// PGDateStyle is the DateStyle PGCanon's SQL needs: a session computing
+// canonical texts runs SET LOCAL DateStyle TO this first.
+const PGDateStyle = "ISO, YMD"
 
 // pgFinite returns SQL choosing canon, the canonical text of the date or
 // timestamp x, when x is finite, and else x's own text: to_char gives
@@ -454,11 +465,11 @@ func allDigits(s string) bool {
 }
 
 // utcTimestamp reports whether x is already the canonical text of a
-// TIMESTAMP: "YYYY-MM-DD HH:MM:SS+00:00" with an optional fraction of 1–9
-// digits not ending in 0 before the zone.
+// TIMESTAMP: "YYYY-MM-DD HH:MM:SS+00:00" of a year 0001–9999 with an
+// optional fraction of 1–9 digits not ending in 0 before the zone.
 func utcTimestamp(x string) bool {
-	if len(x) < 25 || !strings.HasSuffix(x, "+00:00") {
-		return false
+	if len(x) < 25 || !strings.HasSuffix(x, "+00:00") || strings.HasPrefix(x, "0000") {
+		return false // year 0000 (1 BC) is written "0001-… BC"
 	}
 	for i := 0; i < 19; i++ {
 		switch i {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -28,7 +29,9 @@ func TestPostgresHashesAsGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "SET TimeZone = 'Asia/Kolkata'; SET DateStyle = 'SQL, DMY'"); err != nil {
+	// A session's own zone; the DateStyle PGCanon needs (sources/postgres
+	// sets it for a diff).
+	if _, err := c.Exec(ctx, "SET TimeZone = 'Asia/Kolkata'; SET DateStyle = '"+rowhash.PGDateStyle+"'"); err != nil {
 		t.Fatal(err)
 	}
 	berlin := time.FixedZone("CET", 3600)
@@ -49,6 +52,15 @@ func TestPostgresHashesAsGo(t *testing.T) {
 		{"text", "'naïve 日本'", cdc.TypeString, "naïve 日本"},
 		{"text", "'V3:abc'", cdc.TypeString, "V3:abc"},
 		{"date", "'0099-03-01'", cdc.TypeDate, time.Date(99, 3, 1, 0, 0, 0, 0, time.UTC)},
+		{"date", "'4713-01-01 BC'", cdc.TypeDate, "-4712-01-01"},
+		{"date", "'0001-12-31 BC'", cdc.TypeDate, "0000-12-31"},
+		{"date", "'5874897-12-31'", cdc.TypeDate, "5874897-12-31"},
+		{"timestamptz", "'4713-01-01 00:00:00+00 BC'", cdc.TypeTimestamp, "-4712-01-01 00:00:00+00:00"},
+		{"timestamptz", "'0001-01-01 00:00:00.5+00'", cdc.TypeTimestamp, "0000-12-31 19:00:00.5-05:00"},
+		{"timestamptz", "'294276-12-31 23:59:59.999999+00'", cdc.TypeTimestamp, "294276-12-31 23:59:59.999999+00:00"},
+		{"timestamp", "'0001-01-01 00:00:00 BC'", cdc.Type{Kind: cdc.KindTimestamp, Native: cdc.TimestampNTZ}, "0000-01-01 00:00:00"},
+		{"double precision", "'-0'", cdc.TypeDouble, 0.0}, {"double precision", "'0'", cdc.TypeDouble, math.Copysign(0, -1)},
+		{"real", "'-0'", cdc.Type{Kind: cdc.KindFloat}, math.Copysign(0, -1)},
 		{"timestamptz", "'2024-01-15 11:00:00.5+01'", cdc.TypeTimestamp, time.Date(2024, 1, 15, 10, 0, 0, 500_000_000, time.UTC).In(berlin)},
 		{"timestamptz", "'2024-01-15 10:00:00+00'", cdc.TypeTimestamp, "2024-01-15 05:00:00-05:00"},
 		{"timestamptz", "'2024-01-15 10:00:00.000001+00'", cdc.TypeTimestamp, time.Date(2024, 1, 15, 10, 0, 0, 1000, time.UTC)},

@@ -11,7 +11,9 @@ import (
 )
 
 // TimestampLayout is how TIMESTAMP values are stored: the zone offset is
-// kept ("2024-01-15 10:00:00.5+08:00"); fraction digits are trimmed.
+// kept ("2024-01-15 10:00:00.5+08:00"); fraction digits are trimmed. A
+// year outside 0001–9999 is Go's astronomical year ("-4712" is 4713 BC,
+// "0000" 1 BC; "294276" without a sign), as Encode documents.
 const TimestampLayout = "2006-01-02 15:04:05.999999999-07:00"
 
 // NTZLayout is how TIMESTAMP_NTZ (PostgreSQL's timestamp without time
@@ -27,7 +29,7 @@ const NTZLayout = "2006-01-02 15:04:05.999999"
 //	NULL                        nil
 //	integers                    int64
 //	BOOLEAN                     int64 0 or 1
-//	FLOAT DOUBLE                float64
+//	FLOAT DOUBLE                float64 (SQLite stores -0.0 as 0)
 //	DECIMAL(p,s)                string with exactly s fraction digits ("1500.00")
 //	STRING VARCHAR CHAR         string
 //	DATE                        string "2006-01-02"
@@ -36,6 +38,10 @@ const NTZLayout = "2006-01-02 15:04:05.999999"
 //	BINARY                      []byte
 //	JSON UUID NATIVE            string, PostgreSQL's text of the value
 //	NaN in FLOAT DOUBLE         string "NaN" (SQLite turns a REAL NaN into NULL)
+//
+// A DATE or TIMESTAMP year outside 0001–9999 is written as ISO 8601's
+// astronomical year ("-4712-01-01" for 4713 BC, "0000-…" for 1 BC,
+// "294276-…"), which Decode (cdc.ParseTimestamp) reads back.
 //	cdc.Special                 string as PostgreSQL writes it ("infinity", "NaN", "-Infinity")
 //
 // It returns the *cdc.ValueError of cdc.Coerce (wrapping cdc.ErrBadValue)

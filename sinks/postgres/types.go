@@ -364,10 +364,14 @@ func Decode(v any, t cdc.Type) (any, error) {
 
 // Text renders a canonical value of logical type t as PostgreSQL reads it
 // back with a cast from text: cdc.FormatValue, except bytea's hex form
-// ("\x00ff").
+// ("\x00ff") and a date or timestamp before 1 AD ("4713-01-01 BC",
+// cdc.FormatBC).
 func Text(v any, t cdc.Type) string {
-	if b, ok := v.([]byte); ok {
-		return `\x` + hex.EncodeToString(b)
+	switch x := v.(type) {
+	case []byte:
+		return `\x` + hex.EncodeToString(x)
+	case time.Time:
+		return cdc.FormatBC(x, t)
 	}
 	return cdc.FormatValue(v, t)
 }

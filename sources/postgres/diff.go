@@ -24,10 +24,14 @@ func (b *Backend) DiffNative() string {
 }
 
 // DiffRead implements runner.Differ: a REPEATABLE READ, READ ONLY
-// transaction.
+// transaction, in the DateStyle rowhash.PGCanon needs.
 func (b *Backend) DiffRead(ctx context.Context) (runner.DiffReader, error) {
 	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
+		return nil, b.wrap(err, "diff: begin a read")
+	}
+	if _, err := tx.Exec(ctx, "SET LOCAL DateStyle TO '"+rowhash.PGDateStyle+"'"); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, b.wrap(err, "diff: begin a read")
 	}
 	return &diffReader{b: b, tx: tx, ctx: context.WithoutCancel(ctx)}, nil
