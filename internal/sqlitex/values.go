@@ -38,12 +38,11 @@ const NTZLayout = "2006-01-02 15:04:05.999999"
 //	BINARY                      []byte
 //	JSON UUID NATIVE            string, PostgreSQL's text of the value
 //	NaN in FLOAT DOUBLE         string "NaN" (SQLite turns a REAL NaN into NULL)
+//	cdc.Special                 string as PostgreSQL writes it ("infinity", "NaN", "-Infinity")
 //
 // A DATE or TIMESTAMP year outside 0001–9999 is written as ISO 8601's
 // astronomical year ("-4712-01-01" for 4713 BC, "0000-…" for 1 BC,
 // "294276-…"), which Decode (cdc.ParseTimestamp) reads back.
-//
-//	cdc.Special                 string as PostgreSQL writes it ("infinity", "NaN", "-Infinity")
 //
 // It returns the *cdc.ValueError of cdc.Coerce (wrapping cdc.ErrBadValue)
 // when v does not convert.
