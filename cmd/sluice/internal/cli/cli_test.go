@@ -163,6 +163,48 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestInvalidFileSameErrorsEverywhere: a job file with parse errors and
+// expression and schedule errors gets the same error lines, all at once,
+// from run, plan, diff, backfill and dead-letter as from validate (a
+// fresh user saw validate list 3 errors and run 2: the filter's syntax
+// error was missing).
+func TestInvalidFileSameErrorsEverywhere(t *testing.T) {
+	d := newDB(t)
+	bad := writeFile(t, d.dir, "bad.yaml", `source: s
+filter: "a = = 1"
+select: [id, "b + * 2"]
+sink: {table: t, mode: merge, dead_letter: dl}
+schedule: "every tuesday"
+bogus: 1
+`)
+	lines := func(r result) []string {
+		var out []string
+		for _, l := range strings.Split(r.stderr, "\n") {
+			if strings.Contains(l, "bad.yaml:") {
+				out = append(out, l[strings.Index(l, "bad.yaml:"):])
+			}
+		}
+		return out
+	}
+	v := sluice(t, "validate", bad)
+	want := lines(v)
+	if v.code != 2 || len(want) != 5 {
+		t.Fatalf("validate: want exit 2 and 5 errors (filter, select, keys, schedule, unknown key); %v", v)
+	}
+	for _, args := range [][]string{
+		{"run", "--conn", d.conn, bad},
+		{"plan", "--conn", d.conn, bad},
+		{"diff", "--conn", d.conn, bad},
+		{"backfill", "--conn", d.conn, bad},
+		{"dead-letter", "--conn", d.conn, bad},
+	} {
+		r := sluice(t, args...)
+		if got := lines(r); r.code != 2 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("sluice %s: exit %d, errors\n%s\nwant exit 2 and validate's\n%s", args[0], r.code, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
 // seedChanges are the walkthrough's pending changes on orders_stream: the
 // seed's table (Dave INSERT, Alice UPDATE_BEFORE 1000.00 / UPDATE_AFTER
 // 1500.00, Carol DELETE), as __change_type id name amount status.

@@ -74,7 +74,7 @@ func cmdBackfill(ctx context.Context, e *env, f backfillFlags, paths []string) e
 		return usageErr("name exactly one job file, not a directory of %d", len(files))
 	}
 	if files[0].err != nil {
-		return configError{files[0].err}
+		return configError{files[0].check()} // every error of the file, as validate
 	}
 	job := files[0].job
 	r := newRunner(e, f.conn)

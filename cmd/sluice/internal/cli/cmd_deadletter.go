@@ -74,7 +74,7 @@ func cmdDeadLetter(ctx context.Context, e *env, f deadLetterFlags, paths []strin
 		return usageErr("name exactly one job file, not a directory of %d", len(files))
 	}
 	if files[0].err != nil {
-		return configError{files[0].err}
+		return configError{files[0].check()} // every error of the file, as validate
 	}
 	job := files[0].job
 	if job.Sink.DeadLetter == "" {

@@ -75,7 +75,7 @@ func cmdDiff(ctx context.Context, e *env, f diffFlags, paths []string) error {
 		return usageErr("name exactly one job file, not a directory of %d", len(files))
 	}
 	if files[0].err != nil {
-		return configError{files[0].err}
+		return configError{files[0].check()} // every error of the file, as validate
 	}
 	r := newRunner(e, f.conn)
 	defer r.Close()

@@ -50,10 +50,9 @@ func cmdPlan(ctx context.Context, e *env, conn, format string, paths []string) e
 		if i > 0 && format == "text" {
 			fmt.Fprintln(e.stdout)
 		}
-		if f.err == nil {
-			f.err = checkExprs(f.job) // as validate: a file whose expressions do not parse is invalid (exit 2)
-		}
-		if f.err != nil {
+		// As validate: every error of the file at once; a file whose
+		// expressions or schedule do not parse is invalid (exit 2).
+		if f.err = f.check(); f.err != nil {
 			fmt.Fprintln(e.stderr, f.err)
 			invalid = true
 			continue

@@ -32,7 +32,8 @@ func newRunCmd(e *env) *cobra.Command {
 			"offset in the sink's transaction. A directory runs each of its job files in name order.\n" +
 			"A job that is running elsewhere (another run, a backfill, serve) is not run: it fails at once\n" +
 			"with 'job X is running (pid N on HOST since T)', or, with --wait, waits for it to finish.\n" +
-			"Exit code 1 if a job failed (its offset did not move), 2 if a job file is invalid.\n" +
+			"Exit code 1 if a job failed (its offset did not move), 2 if a job file is invalid (every\n" +
+			"error of the file printed at once, as sluice validate prints them).\n" +
 			"A job whose checkpoint belongs to an earlier incarnation of its stream (dropped and created\n" +
 			"again, replaced, restored) fails; --accept-new-stream starts it at the new stream's offset\n" +
 			"instead, losing the changes in between, and records that in the run history (--state).\n" +
@@ -88,10 +89,9 @@ func cmdRun(ctx context.Context, e *env, fl runFlags, paths []string) error {
 	defer locks.close()
 	failed, invalid := 0, 0
 	for _, f := range files {
-		if f.err == nil {
-			f.err = checkExprs(f.job) // as validate: a file whose expressions do not parse is invalid (exit 2)
-		}
-		if f.err != nil {
+		// As validate: every error of the file at once; a file whose
+		// expressions or schedule do not parse is invalid (exit 2).
+		if f.err = f.check(); f.err != nil {
 			fmt.Fprintf(e.stderr, "%v\n", f.err)
 			invalid++
 			continue

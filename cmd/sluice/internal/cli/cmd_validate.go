@@ -49,19 +49,7 @@ func cmdValidate(e *env, explain bool, paths []string) error {
 				seen[f.job.Name] = f.path
 			}
 		}
-		err := f.err
-		switch {
-		case err == nil:
-			err = checkJob(f.job)
-		case f.partial != nil:
-			// Report the schedule's and expressions' errors with the
-			// file's, not after those are fixed.
-			var all pos.List
-			all.Append(pos.Pos{}, err)
-			all.Append(pos.Pos{}, checkJob(f.partial))
-			err = all.Err()
-		}
-		if err != nil {
+		if err := f.check(); err != nil {
 			fmt.Fprintln(e.stderr, err)
 			bad++
 			continue

@@ -22,6 +22,25 @@ type jobFile struct {
 	partial *plan.Job // with err: what did parse (dsl.ParseJobPartial), or nil
 }
 
+// check returns every error of the file that needs no database, all at
+// once, as `sluice validate` reports them (and run and plan, which refuse
+// such a file): its parse errors with the expressions' and the schedule's
+// errors of what did parse (checkJob), or checkJob's errors of the job.
+func (f jobFile) check() error {
+	switch {
+	case f.err == nil:
+		return checkJob(f.job)
+	case f.partial != nil:
+		// Report the schedule's and expressions' errors with the
+		// file's, not after those are fixed.
+		var all pos.List
+		all.Append(pos.Pos{}, f.err)
+		all.Append(pos.Pos{}, checkJob(f.partial))
+		return all.Err()
+	}
+	return f.err
+}
+
 // isJobFile reports whether name has a job file extension.
 func isJobFile(name string) bool {
 	switch strings.ToLower(filepath.Ext(name)) {
