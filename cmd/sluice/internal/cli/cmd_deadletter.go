@@ -29,7 +29,9 @@ func newDeadLetterCmd(e *env) *cobra.Command {
 		Long: "List the dead letters of a job — the rows its sink rejected for their value, stored in the\n" +
 			"job's dead-letter table — oldest first: id, key, change type, commit version, error, time, row.\n" +
 			"--replay applies them again through the sink (after the target was fixed): those it now takes\n" +
-			"are written and moved out of the table, in one transaction; the others stay. --purge deletes them.",
+			"are written and moved out of the table, in one transaction; the others stay. --purge deletes them.\n" +
+			"Exit code 1 if --replay left rows that are still rejected (0 when every row was written),\n" +
+			"2 if the job file is invalid or has no dead_letter table.",
 		ValidArgsFunction: jobArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdDeadLetter(cmd.Context(), e, f, args)
@@ -105,13 +107,17 @@ func cmdDeadLetter(ctx context.Context, e *env, f deadLetterFlags, paths []strin
 			return err
 		}
 		if f.format == "json" {
-			return writeJSON(e.stdout, struct {
+			err = writeJSON(e.stdout, struct {
 				Replayed  int64 `json:"replayed"`
 				Remaining int64 `json:"remaining"`
 			}{res.Replayed, res.Remaining})
+		} else {
+			fmt.Fprintf(e.stdout, "%s: replayed %d dead letters (wrote %s); %d still rejected, left in %s\n", job.Name, res.Replayed, counts(res.Written), res.Remaining, prep.Plan.Sink.DeadLetter)
 		}
-		fmt.Fprintf(e.stdout, "%s: replayed %d dead letters (wrote %s); %d still rejected, left in %s\n", job.Name, res.Replayed, counts(res.Written), res.Remaining, prep.Plan.Sink.DeadLetter)
-		return nil
+		if err == nil && res.Remaining > 0 {
+			return errFailed // exit 1: some rows are still rejected (a script must not take the replay for done)
+		}
+		return err
 	}
 	dls, err := r.DeadLetters(ctx, prep)
 	if err != nil {

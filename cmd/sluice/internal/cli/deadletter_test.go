@@ -9,7 +9,8 @@ import (
 // TestDeadLetterVerb: `sluice run` reports the dead-lettered rows,
 // `sluice dead-letter` lists them (table and JSON, the row's values as
 // written at the source: the DECIMAL as a string with its digits),
-// --replay leaves a row the target still refuses, --purge drops it; a job
+// --replay leaves a row the target still refuses and exits 1, writes it
+// once the target takes it and exits 0, --purge drops one; a job
 // without a dead-letter table is a configuration error.
 func TestDeadLetterVerb(t *testing.T) {
 	d := newDB(t)
@@ -43,9 +44,25 @@ INSERT INTO src VALUES (1, 1.50), (2, 12345.67), (3, 3.00);`)
 	if got := tb.project(t, "key", "change_type"); len(got) != 1 || !strings.Contains(got[0], `{"id":2}`) {
 		t.Errorf("table listing: %v", got)
 	}
-	r = mustSluice(t, "dead-letter", "--replay", job)
-	if !strings.Contains(r.stdout, "replayed 0 dead letters") || !strings.Contains(r.stdout, "1 still rejected") {
-		t.Errorf("replay output: %s", r.stdout)
+	// A replay that leaves rows still rejected exits 1 (a fresh user's
+	// script took exit 0 for done), in both formats.
+	r = sluice(t, "dead-letter", "--replay", job)
+	if r.code != 1 || !strings.Contains(r.stdout, "replayed 0 dead letters") || !strings.Contains(r.stdout, "1 still rejected") {
+		t.Errorf("replay with a row still rejected: want exit 1; %v", r)
+	}
+	r = sluice(t, "dead-letter", "--replay", "--format", "json", job)
+	if r.code != 1 || !strings.Contains(r.stdout, `"remaining": 1`) {
+		t.Errorf("replay --format json with a row still rejected: want exit 1; %v", r)
+	}
+	// Once the target takes the row, the replay writes it and exits 0.
+	mustSluice(t, "sql", "--conn", "sqlite:"+d.dir+"/sink.db", "DROP TABLE tgt; CREATE TABLE tgt (id INT, amount DECIMAL(7,2), PRIMARY KEY (id))")
+	r = sluice(t, "dead-letter", "--replay", job)
+	if r.code != 0 || !strings.Contains(r.stdout, "replayed 1 dead letters") || !strings.Contains(r.stdout, "0 still rejected") {
+		t.Errorf("replay of a row the target now takes: want exit 0; %v", r)
+	}
+	mustSluice(t, "sql", "--conn", d.conn, "INSERT INTO src VALUES (4, 123456.00)")
+	if r := mustSluice(t, "run", job); !strings.Contains(r.stdout, "dead-lettered 1;") {
+		t.Errorf("run output:\n%s", r.stdout)
 	}
 	r = mustSluice(t, "dead-letter", "--purge", job)
 	if !strings.Contains(r.stdout, "purged 1 dead letters from rejects") {
