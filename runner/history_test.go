@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -206,6 +207,64 @@ ALTER TABLE src SET PROPERTIES ('change_tracking' = 'true');
 	}
 	if byRows["sqlite_push"] != byRows["sqlite_to_sqlite"] || byRows["sqlite_push"] != byRows["sqlite_to_pg"] || byRows["pg_push"] != byRows["pg_to_sqlite"] {
 		t.Errorf("pushdown and cross-database targets differ: %v", byRows)
+	}
+}
+
+// TestHistoryPushedDownCommitTimeWidth: a history pushed down within one
+// SQLite file stores every commit time with three fraction digits
+// (docs/sinks.md), the initial rows' too: a fresh user saw the initial
+// rows' versions at 4 digits ("12:35:28.2762+00:00") among the later
+// ones' 3. Each of several streams is created at its own microsecond, so
+// a creation time written with its own digits shows.
+func TestHistoryPushedDownCommitTimeWidth(t *testing.T) {
+	e := newEnv(t)
+	e.sql("", `CREATE TABLE src (id INT, v STRING, PRIMARY KEY (id));
+ALTER TABLE src SET PROPERTIES ('change_tracking' = 'true');
+INSERT INTO src VALUES (1, 'a'), (2, 'b');`)
+	const streams = 5
+	for i := range streams {
+		e.sql("", fmt.Sprintf("CREATE TABLE STREAM s%d ON TABLE src WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE')", i))
+	}
+	width := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\+00:00$`)
+	db := openSQLite(t, e.conn("src.db"))
+	for round, step := range []string{"", "UPDATE src SET v = 'a2' WHERE id = 1", "DELETE FROM src WHERE id = 2"} {
+		if step != "" {
+			e.sql("", step)
+		}
+		for i := range streams {
+			j := e.job(fmt.Sprintf("h%d.yaml", i), fmt.Sprintf("source: s%d\nsink: {table: h%d, mode: history, keys: [id]}\n", i, i))
+			prep, err := e.r.Plan(context.Background(), j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !prep.Plan.Pushdown {
+				t.Fatalf("h%d: not pushed down", i)
+			}
+			if _, err := e.r.Run(context.Background(), prep); err != nil {
+				t.Fatal(err)
+			}
+			// || '': the stored text, not a time the driver parses.
+			rows, err := db.Query(fmt.Sprintf(`SELECT id, "__valid_from" || '', coalesce("__valid_to" || '', '') FROM h%d ORDER BY id, "__valid_from"`, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for rows.Next() {
+				var id int
+				var from, to string
+				if err := rows.Scan(&id, &from, &to); err != nil {
+					t.Fatal(err)
+				}
+				n++
+				if !width.MatchString(from) || to != "" && !width.MatchString(to) {
+					t.Errorf("round %d, h%d key %d: __valid_from %q, __valid_to %q; want three fraction digits", round, i, id, from, to)
+				}
+			}
+			rows.Close()
+			if n == 0 {
+				t.Fatalf("h%d: no versions", i)
+			}
+		}
 	}
 }
 

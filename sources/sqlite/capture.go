@@ -14,6 +14,12 @@ import (
 // TIMESTAMP storage form with an explicit +00:00 zone.
 const tsExpr = `strftime('%Y-%m-%d %H:%M:%f','now') || '+00:00'`
 
+// captureTimeLayout is the Go layout of tsExpr's text: three fraction
+// digits always. The commit time of a stream's initial rows (its
+// creation time) is written in it, so that a job pushed down into the
+// same file stores every commit time in one width (docs/sinks.md).
+const captureTimeLayout = "2006-01-02 15:04:05.000-07:00"
+
 // absent is the default of new-image log columns added after the log
 // was created (a trigger records NULL, not this, for a column it names
 // but the table no longer has: see captureSpec.triggers): "this change's

@@ -88,8 +88,13 @@ func changesQueryWith(info *runner.StreamInfo, from, to cdc.Offset, o gen) (stri
 	}
 }
 
+// createdArg is the commit time of the stream's initial rows: its
+// creation time, in the capture's own text (captureTimeLayout:
+// milliseconds, three digits always, as every other change of the log;
+// the initial rows of a history pushed down into the same file had 4 or 5
+// digits among the others' 3).
 func createdArg(info *runner.StreamInfo) string {
-	return info.Created.UTC().Format(sqlitex.TimestampLayout)
+	return info.Created.UTC().Format(captureTimeLayout)
 }
 
 type gen struct {
