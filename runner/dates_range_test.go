@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/internal/pgtest"
+	"github.com/sluicedata/sluice/runner"
 )
 
 // rangeColumns are the columns of the far-dates table and, per row, their
@@ -153,6 +154,22 @@ CREATE TABLE STREAM s_back ON TABLE t_lite WITH PROPERTIES ('SHOW_INITIAL_ROWS' 
 			checkDiff(t, res, diffOutcome{})
 		}
 	}
+	// Backfills, whose chunks pass as COPY text where the values allow:
+	// PostgreSQL → SQLite, and that SQLite table → PostgreSQL.
+	e.sql(pg, `CREATE TABLE STREAM s_bf ON TABLE src WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');`)
+	bfThere := "connection: '" + pg + "'\nsource: s_bf\nsink: {table: t_bf, mode: merge, keys: [id], connection: '" + lite + "'}\n"
+	if _, err := e.backfill(t.Context(), e.job("bf_there.yaml", bfThere), runner.BackfillOptions{Chunk: 3}); err != nil {
+		t.Fatalf("backfill postgres → sqlite: %v", err)
+	}
+	e.sql(lite, `ALTER TABLE t_bf SET PROPERTIES ('change_tracking' = 'true');
+CREATE TABLE STREAM s_bf_back ON TABLE t_bf WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');`)
+	if _, err := e.backfill(t.Context(), e.job("bf_back.yaml", "connection: '"+lite+"'\nsource: s_bf_back\nsink: {table: t_bf_back, mode: merge, keys: [id], connection: '"+pg+"'}\n"), runner.BackfillOptions{Chunk: 3}); err != nil {
+		t.Fatalf("backfill sqlite → postgres: %v", err)
+	}
+	for _, m := range rangeMismatches(t, pg, "src", "t_bf_back", true) {
+		t.Errorf("backfill postgres → sqlite → postgres: %s", m)
+	}
+
 	// A difference in a BC date shows it as PostgreSQL writes it, on both
 	// sides.
 	var id int
