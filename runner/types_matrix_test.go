@@ -293,41 +293,7 @@ CREATE TABLE STREAM s_back ON TABLE t_lite WITH PROPERTIES ('SHOW_INITIAL_ROWS' 
 
 	// SQLite stores PostgreSQL's text of each value without a SQLite form,
 	// byte for byte, under a declared type naming the PostgreSQL type.
-	db := openSQLite(t, lite)
-	declared := map[string]string{}
-	rows, err := db.Query("SELECT name, type FROM pragma_table_info('t_lite') ORDER BY cid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var n, d string
-		if err := rows.Scan(&n, &d); err != nil {
-			t.Fatal(err)
-		}
-		declared[n] = d
-	}
-	rows.Close()
-	want := pgText(t, src, "src")
-	for j, m := range matrixColumns {
-		if !strings.HasPrefix(declared[m.name], "TEXT:") {
-			continue
-		}
-		rows, err := db.Query(fmt.Sprintf(`SELECT %q, typeof(%q) FROM t_lite ORDER BY id`, m.name, m.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; rows.Next(); i++ {
-			var v *string
-			var typ string
-			if err := rows.Scan(&v, &typ); err != nil {
-				t.Fatal(err)
-			}
-			if (v == nil) != (want[i][j] == nil) || v != nil && (*v != *want[i][j] || typ != "text") {
-				t.Errorf("sqlite t_lite id %d column %s (declared %s) = %s (%s), want PostgreSQL's text %s", i+1, m.name, declared[m.name], textOrNull(v), typ, textOrNull(want[i][j]))
-			}
-		}
-		rows.Close()
-	}
+	compareSQLiteText(t, "sqlite t_lite", openSQLite(t, lite), "t_lite", pgText(t, src, "src"))
 
 	// Changes: every value of row 2 takes row 3's, row 4 is deleted, row
 	// 5 is inserted with row 4's values.
@@ -345,6 +311,58 @@ INSERT INTO src SELECT 5, %s FROM src WHERE id = 4; DELETE FROM src WHERE id = 4
 			return c
 		}(), ", ")))
 	runAll("second run")
+}
+
+// compareSQLiteText checks table of the SQLite database db against want
+// (pgText of the source, by id): every value of a column declared
+// "TEXT:<type>" is PostgreSQL's text byte for byte, stored as text, and
+// every other column is NULL exactly where the source's is.
+func compareSQLiteText(t *testing.T, what string, db *sql.DB, table string, want [][]*string) {
+	t.Helper()
+	declared := map[string]string{}
+	rows, err := db.Query(fmt.Sprintf("SELECT name, type FROM pragma_table_info('%s') ORDER BY cid", table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n, d string
+		if err := rows.Scan(&n, &d); err != nil {
+			t.Fatal(err)
+		}
+		declared[n] = d
+	}
+	rows.Close()
+	for j, m := range matrixColumns {
+		rows, err := db.Query(fmt.Sprintf(`SELECT %q, typeof(%q) FROM %q ORDER BY id`, m.name, m.name, table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		for ; rows.Next(); i++ {
+			var v *string
+			var typ string
+			if err := rows.Scan(&v, &typ); err != nil {
+				t.Fatal(err)
+			}
+			if i >= len(want) {
+				continue
+			}
+			if !strings.HasPrefix(declared[m.name], "TEXT:") {
+				if (v == nil) != (want[i][j] == nil) {
+					t.Errorf("%s row %d column %s (declared %s) = %s, want NULL exactly where the source's %s is", what, i+1, m.name, declared[m.name], textOrNull(v), textOrNull(want[i][j]))
+				}
+				continue
+			}
+			if (v == nil) != (want[i][j] == nil) || v != nil && (*v != *want[i][j] || typ != "text") {
+				t.Errorf("%s row %d column %s (declared %s) = %s (%s), want PostgreSQL's text %s", what, i+1, m.name, declared[m.name], textOrNull(v), typ, textOrNull(want[i][j]))
+			}
+		}
+		rows.Close()
+		if i != len(want) {
+			t.Errorf("%s: %d rows, want %d", what, i, len(want))
+			return
+		}
+	}
 }
 
 func openSQLite(t *testing.T, url string) *sql.DB {

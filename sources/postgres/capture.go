@@ -106,14 +106,14 @@ func logDDL(t *Tracked) []string {
 	__ts   timestamptz NOT NULL DEFAULT now()
 )`, log),
 		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid)`, sinkpg.Quote(objectName("", t.Log+"_txid")), log),
-		// __extra: the whole row as JSON (to_json), for the rows logged
-		// while the table's columns differ from the log's (shapeCheck);
-		// the partial index lets a read find them in its window at once.
-		// __attnums, __attnames: the attnum and name of each of the
-		// row's JSON values, in order (to_json writes the live columns in
-		// attnum order), which tell a column renamed since from one
-		// dropped and one added (migrateExtra); NULL in rows of an
-		// earlier sluice.
+		// __extra: the whole row, for the rows logged while the table's
+		// columns differ from the log's (shapeCheck): its record text as
+		// a JSON string (rowtext.go; an earlier sluice logged a to_json
+		// object); the partial index lets a read find them in its window
+		// at once. __attnums, __attnames: the attnum and name of each of
+		// the row's values, in order (the live columns in attnum order),
+		// which tell a column renamed since from one dropped and one
+		// added (migrateExtra); NULL in rows of an earlier sluice.
 		fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS __extra json, ADD COLUMN IF NOT EXISTS __attnums pg_catalog.int2[], ADD COLUMN IF NOT EXISTS __attnames pg_catalog.text[]`, log),
 		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (__txid) WHERE __extra IS NOT NULL`, sinkpg.Quote(objectName("", t.Log+"_extra")), log),
 	}
@@ -166,14 +166,20 @@ func captureFuncDDL(t *Tracked, attrs []attribute) []string {
 	// table's columns), one INSERT … SELECT per statement names them. After any
 	// DDL that adds, drops, renames or retypes a column, that INSERT
 	// would fail (and fail the application's statement), so the function
-	// logs the whole row as to_json(row) in __extra instead, naming no
-	// column; the next run (Stream) or enabling tracking again moves them
-	// into typed columns (migrateExtra). to_json writes
-	// float4/float8 with the session's extra_float_digits: below 1 it
-	// would round, so the JSON path raises it to 3 for its INSERT and
-	// restores it; likewise it writes intervals with IntervalStyle
-	// postgres, which sluice's session reads back the same (sql_standard
-	// output is read differently under another style). Each JSON row
+	// logs the whole row's record text, (r.*)::text, as a JSON string in
+	// __extra instead, naming no column (the "JSON path"; rowtext.go); the
+	// next run (Stream) or enabling tracking again moves them into typed
+	// columns (migrateExtra), each value read by its type's input function
+	// as the typed path's are. The record text holds each value as its
+	// type's output function writes it, which depends on the writer's
+	// session: floats follow extra_float_digits (below 1 they round), so
+	// the JSON path raises it to 3 for its INSERT and restores it;
+	// likewise it writes intervals with IntervalStyle postgres, dates
+	// and times with DateStyle ISO and money with lc_monetary C, the
+	// settings migrateExtra reads them under (sql_standard intervals,
+	// German or SQL dates with their day/month order, and money in
+	// another locale's format or scale are read differently under other
+	// settings). Each JSON row
 	// also gets the attnums and names of its values (__attnums,
 	// __attnames: one catalog lookup per statement, on this path only),
 	// so that a read maps every value to the column it belongs to now
@@ -187,8 +193,8 @@ func captureFuncDDL(t *Tracked, attrs []attribute) []string {
 	// statements sent them. use_column: a table column named like the
 	// variable stays a column (so a variable next to the table's columns
 	// is qualified by the block's label: sluice_capture.an, .ak). The JSON path
-	// writes to_json(r.*), not to_json(r): a table column named r would
-	// be taken for the row (a column name wins over a table alias) and
+	// writes (r.*)::text, not r::text: a table column named r would be
+	// taken for the row (a column name wins over a table alias) and
 	// logged alone.
 	//
 	// The function has no SET search_path: a function with SET clauses
@@ -208,6 +214,8 @@ DECLARE
 	n bigint;
 	fd pg_catalog.text;
 	st pg_catalog.text;
+	ds pg_catalog.text;
+	lm pg_catalog.text;
 	an pg_catalog.int2[];
 	ak pg_catalog.text[];
 BEGIN
@@ -225,20 +233,28 @@ BEGIN
 	ELSE
 		fd := pg_catalog.current_setting('extra_float_digits');
 		st := pg_catalog.current_setting('IntervalStyle');
+		ds := pg_catalog.current_setting('DateStyle');
+		lm := pg_catalog.current_setting('lc_monetary');
 		IF fd::pg_catalog.int4 OPERATOR(pg_catalog.<) 1 THEN
 			PERFORM pg_catalog.set_config('extra_float_digits', '3', true);
 		END IF;
 		IF st OPERATOR(pg_catalog.<>) 'postgres' THEN
 			PERFORM pg_catalog.set_config('IntervalStyle', 'postgres', true);
 		END IF;
+		IF NOT pg_catalog.starts_with(ds, 'ISO') THEN
+			PERFORM pg_catalog.set_config('DateStyle', 'ISO', true);
+		END IF;
+		IF lm OPERATOR(pg_catalog.<>) 'C' THEN
+			PERFORM pg_catalog.set_config('lc_monetary', 'C', true);
+		END IF;
 		SELECT pg_catalog.array_agg(a.attnum ORDER BY a.attnum), pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) INTO an, ak
 			FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) TG_RELID AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
 		IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
-			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'I', pg_catalog.to_json(r.*), sluice_capture.an, sluice_capture.ak FROM sluice_new r;
+			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'I', %[10]s, sluice_capture.an, sluice_capture.ak FROM sluice_new r;
 		ELSIF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
-			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'B'::pg_catalog."char", pg_catalog.to_json(r.*), sluice_capture.an, sluice_capture.ak FROM sluice_old r UNION ALL SELECT 'A'::pg_catalog."char", pg_catalog.to_json(r.*), sluice_capture.an, sluice_capture.ak FROM sluice_new r;
+			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'B'::pg_catalog."char", %[10]s, sluice_capture.an, sluice_capture.ak FROM sluice_old r UNION ALL SELECT 'A'::pg_catalog."char", %[10]s, sluice_capture.an, sluice_capture.ak FROM sluice_new r;
 		ELSIF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
-			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r.*), sluice_capture.an, sluice_capture.ak FROM sluice_old r;
+			INSERT INTO %[2]s (__op, __extra, __attnums, __attnames) SELECT 'D', %[10]s, sluice_capture.an, sluice_capture.ak FROM sluice_old r;
 		ELSIF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
 			EXECUTE %[9]s OPERATOR(pg_catalog.||) TG_RELID::pg_catalog.regclass::pg_catalog.text OPERATOR(pg_catalog.||) ' r' USING an, ak;
 		END IF;
@@ -249,13 +265,19 @@ BEGIN
 		IF st OPERATOR(pg_catalog.<>) 'postgres' THEN
 			PERFORM pg_catalog.set_config('IntervalStyle', st, true);
 		END IF;
+		IF NOT pg_catalog.starts_with(ds, 'ISO') THEN
+			PERFORM pg_catalog.set_config('DateStyle', ds, true);
+		END IF;
+		IF lm OPERATOR(pg_catalog.<>) 'C' THEN
+			PERFORM pg_catalog.set_config('lc_monetary', lm, true);
+		END IF;
 	END IF;
 	IF n OPERATOR(pg_catalog.>) 0 AND %[7]s THEN
 		PERFORM pg_catalog.pg_notify(%[5]s, '');
 	END IF;
 	RETURN NULL;
 END
-$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Key)), update, notifyGate(NotifyChannel(t.Key)), shapeCheck(attrs, t.Relid), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra, __attnums, __attnames) SELECT 'D', pg_catalog.to_json(r.*), $1, $2 FROM `, log))),
+$sluice$`, fn, log, cl, sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, %s) SELECT 'D', %s FROM `, log, cl, cl)), sqlLiteral(NotifyChannel(t.Key)), update, notifyGate(NotifyChannel(t.Key)), shapeCheck(attrs, t.Relid), sqlLiteral(fmt.Sprintf(`INSERT INTO %s (__op, __extra, __attnums, __attnames) SELECT 'D', %s, $1, $2 FROM `, log, rowTextMark)), rowTextMark),
 		fmt.Sprintf(`REVOKE ALL ON FUNCTION %s() FROM PUBLIC`, fn)}
 	return out
 }

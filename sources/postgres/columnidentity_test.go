@@ -86,9 +86,10 @@ func TestLegacyJSONRows(t *testing.T) {
 	mkStream(t, b, "lg_s", "lg", dsl.ModeStandard, false)
 	for _, q := range []string{
 		`ALTER TABLE lg ADD COLUMN a int`, `INSERT INTO lg VALUES (1, 10, 5), (2, 20, 6)`, `ALTER TABLE lg RENAME a TO b`,
-		// As an earlier capture function logged them: names only.
-		`UPDATE sluice.log_lg SET __attnums = NULL, __attnames = NULL WHERE __extra->>'id' = '1'`,
-		`UPDATE sluice.log_lg SET __attnums = NULL, __attnames = NULL, __extra = '{"id":2,"v":20,"b":6}' WHERE __extra->>'id' = '2'`,
+		// As an earlier capture function logged them: a to_json object,
+		// names only.
+		`UPDATE sluice.log_lg SET __attnums = NULL, __attnames = NULL, __extra = '{"id":1,"v":10,"a":5}' WHERE __extra #>> '{}' = '(1,10,5)'`,
+		`UPDATE sluice.log_lg SET __attnums = NULL, __attnames = NULL, __extra = '{"id":2,"v":20,"b":6}' WHERE __extra #>> '{}' = '(2,20,6)'`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -103,4 +104,39 @@ func TestLegacyJSONRows(t *testing.T) {
 	}
 	_, got := read(t, b, "lg_s", true)
 	check(t, "legacy row with the table's names", got, []string{"INSERT " + tableRowsAll(t, b, `SELECT * FROM lg WHERE id = 2 -- legacy`)[0]})
+}
+
+// TestObjectJSONRows: change-log rows the previous capture function
+// logged as a to_json object with the attnums and names of its values
+// (before rows were logged as their record text, rowtext.go) are read as
+// before, next to rows of the same shape logged as record text and rows
+// of a later shape: a column added, written, then renamed, with rows of
+// both forms before the rename and record-text rows after it.
+func TestObjectJSONRows(t *testing.T) {
+	b, u := openDB(t)
+	ctx := context.Background()
+	conn := connect(ctx, t, u)
+	sqlExec(t, b, `CREATE TABLE ob (id int PRIMARY KEY, v int)`)
+	track(t, b, "ob")
+	mkStream(t, b, "ob_s", "ob", dsl.ModeStandard, false)
+	for _, q := range []string{
+		`ALTER TABLE ob ADD COLUMN a int`, `INSERT INTO ob VALUES (1, 10, 5), (2, 20, NULL)`,
+		// As the previous capture function logged them: the row's to_json.
+		`UPDATE sluice.log_ob SET __extra = to_json((__extra #>> '{}')::ob) WHERE __extra #>> '{}' IN ('(1,10,5)', '(2,20,)')`,
+		`INSERT INTO ob VALUES (3, 30, 7)`, `ALTER TABLE ob RENAME a TO b`, `INSERT INTO ob VALUES (4, 40, 8)`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var forms string
+	if err := conn.QueryRow(ctx, `SELECT string_agg(json_typeof(__extra), ' ' ORDER BY __seq) FROM sluice.log_ob`).Scan(&forms); err != nil || forms != "object object string string" {
+		t.Fatalf("log rows' forms: %q, %v; want two objects, then two strings", forms, err)
+	}
+	var want []string
+	for k := 1; k <= 4; k++ {
+		want = append(want, "INSERT "+tableRowsAll(t, b, fmt.Sprintf(`SELECT * FROM ob WHERE id = %d -- object rows`, k))[0])
+	}
+	_, got := read(t, b, "ob_s", true)
+	check(t, "object and record-text rows", sorted(got), sorted(want))
 }

@@ -59,11 +59,14 @@
 // after a restore from a dump, whose new table oid makes the check
 // false, the next read rewrites it);
 // after a DDL that adds, drops, renames or retypes one, it logs each row
-// as to_json(row) in the log's __extra column instead of naming columns that
-// may no longer exist, so the application's statements never fail
-// because of capture. Each JSON row also records the attnums of its
-// values (__attnums), so a value is never taken for another column by
-// its name. Describing a stream (Stream, which every run does first)
+// as its record text ((r.*)::text, every value by its type's output
+// function, as a JSON string) in the log's __extra column instead of
+// naming columns that may no longer exist, so the application's
+// statements never fail because of capture (the "JSON path",
+// rowtext.go). Each such row also records the attnums of its values
+// (__attnums), so a value is never taken for another column by its
+// name, and is read back by its column type's input function, exactly
+// as the typed path's values. Describing a stream (Stream, which every run does first)
 // finds the table's columns out of line with the log (checkLog,
 // logBehind) and brings the log in line without locking the table: the
 // log's columns follow the table's by attnum (renamed, converted,

@@ -132,26 +132,31 @@ func followColumns(ctx context.Context, tx pgx.Tx, t *Tracked, attrs []attribute
 	return altered, nil
 }
 
-// migrateExtra moves the rows the capture function logged as JSON
-// (__extra, while the table's columns differed from the log's) into the
-// log's typed columns, which names (attnum → log column, "" for a dropped
-// attnum; the attnames just recorded) describes and which are the
-// table's. Each JSON value goes to the column of its attnum (__attnums,
-// logged with it, and __attnames, the names the values have in the
-// JSON): renamed since → its new name, dropped since → left out, a column
-// added since (another attnum, whatever its name) → the value the source
-// row holds for it now (its missing value, else re-read from the table by
-// key: addcolumn.go).
-// json_populate_record then converts each value with its column type's
-// input function. The rows are taken in groups of one shape (attnums and
-// names); a group whose names are the log's columns (the common case: a
-// column added, or dropped under a name no column took since) is read
-// from its JSON as it is, the others through JSON objects rebuilt under
-// the log's names. Exactness is that of the to_json →
-// json_populate_record round trip (TestJSONPathExact; the capture pins
-// extra_float_digits and IntervalStyle): every type comes back equal
-// except a json value's surrounding whitespace, the escapes of a json
-// value that is a bare string, and an array's lower bound other than 1.
+// migrateExtra moves the rows the capture function logged on the JSON
+// path (__extra, while the table's columns differed from the log's) into
+// the log's typed columns, which names (attnum → log column, "" for a
+// dropped attnum; the attnames just recorded) describes and which are the
+// table's. Each value goes to the column of its attnum (__attnums,
+// logged with it, and __attnames, the names the values had): renamed
+// since → its new name, dropped since → left out, a column added since
+// (another attnum, whatever its name) → the value the source row holds
+// for it now (its missing value, else re-read from the table by key:
+// addcolumn.go). The rows are taken in groups of one shape (attnums,
+// names and form).
+//
+// A row logged as its record text (a JSON string, rowtext.go) is parsed
+// by its fields' types (moveRowText): each value is read by its column
+// type's input function from the text its output function wrote, as
+// exact as the typed path (TestJSONPathExact: a json value's text byte
+// for byte, JSON's null apart from SQL NULL, an array's bounds).
+//
+// A row an earlier sluice logged as a to_json object is read as before,
+// through json_populate_record, with that form's losses (a json value's
+// surrounding whitespace and the escapes of a bare string, an array's
+// lower bound, JSON's null read as SQL NULL): a group whose names are
+// the log's columns (the common case: a column added, or dropped under a
+// name no column took since) from its JSON as it is, the others through
+// JSON objects rebuilt under the log's names.
 //
 // Rows logged by an earlier sluice carry no attnums and are matched by
 // name; one with a value under a name the table no longer has (renamed,
@@ -192,13 +197,20 @@ func migrateExtra(ctx context.Context, tx pgx.Tx, t *Tracked, names []string) er
 	if err != nil {
 		return wrap(err)
 	}
-	// set moves the rows where selects, their JSON src populating the
-	// record r, into the typed columns; vals are the values, by column.
-	set := func(src string, vals []string, where string, args ...any) error {
-		_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %[1]s l SET (%[2]s) = (SELECT %[3]s FROM pg_catalog.json_populate_record(NULL::%[1]s, %[4]s) r),
+	// setFrom moves the rows where selects into the typed columns: from
+	// is a FROM item r holding the row's values under the log's column
+	// names, vals the values, by column. The statement is not prepared
+	// for the connection's cache: from may name a type made for it
+	// (rowTextFrom).
+	setFrom := func(from string, vals []string, where string, args ...any) error {
+		_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %[1]s l SET (%[2]s) = (SELECT %[3]s FROM %[4]s),
 				__extra = NULL, __attnums = NULL, __attnames = NULL
-			WHERE l.__extra IS NOT NULL AND %[5]s`, t.LogRef(), strings.Join(cols, ", "), strings.Join(vals, ", "), src, where), args...)
+			WHERE l.__extra IS NOT NULL AND %[5]s`, t.LogRef(), strings.Join(cols, ", "), strings.Join(vals, ", "), from, where), append([]any{pgx.QueryExecModeDescribeExec}, args...)...)
 		return err
+	}
+	// set: the rows' JSON object src populating the record r.
+	set := func(src string, vals []string, where string, args ...any) error {
+		return setFrom(fmt.Sprintf(`pg_catalog.json_populate_record(NULL::%s, %s) r`, t.LogRef(), src), vals, where, args...)
 	}
 	// Rows of an earlier sluice: a column whose name the JSON lacks was
 	// added after the row was logged.
@@ -214,18 +226,19 @@ func migrateExtra(ctx context.Context, tx pgx.Tx, t *Tracked, names []string) er
 	if err := set("l.__extra", legacyVals, "l.__attnums IS NULL"); err != nil {
 		return wrap(err)
 	}
-	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT DISTINCT l.__attnums, l.__attnames FROM %s l WHERE l.__extra IS NOT NULL`, t.LogRef()))
+	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT DISTINCT l.__attnums, l.__attnames, pg_catalog.json_typeof(l.__extra) = 'string' FROM %s l WHERE l.__extra IS NOT NULL`, t.LogRef()))
 	if err != nil {
 		return wrap(err)
 	}
 	type shape struct {
 		nums  []int16
 		names []string
+		text  bool // the row's record text (rowtext.go), else its to_json object
 	}
 	var shapes []shape
 	for rows.Next() {
 		var s shape
-		if err := rows.Scan(&s.nums, &s.names); err != nil {
+		if err := rows.Scan(&s.nums, &s.names, &s.text); err != nil {
 			rows.Close()
 			return wrap(err)
 		}
@@ -267,7 +280,10 @@ func migrateExtra(ctx context.Context, tx pgx.Tx, t *Tracked, names []string) er
 				unfilled = append(unfilled, c.Name)
 			}
 		}
-		where := "l.__attnums = $1 AND l.__attnames = $2"
+		where := "l.__attnums = $1 AND l.__attnames = $2 AND pg_catalog.json_typeof(l.__extra) <> 'string'"
+		if sh.text {
+			where = "l.__attnums = $1 AND l.__attnames = $2 AND pg_catalog.json_typeof(l.__extra) = 'string'"
+		}
 		if len(unfilled) > 0 {
 			var n int64
 			if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s l WHERE l.__extra IS NOT NULL AND %s`, t.LogRef(), where), sh.nums, sh.names).Scan(&n); err != nil {
@@ -275,9 +291,12 @@ func migrateExtra(ctx context.Context, tx pgx.Tx, t *Tracked, names []string) er
 			}
 			return unfillableError(t, unfilled, n)
 		}
-		if asIs {
+		switch {
+		case sh.text:
+			err = moveRowText(ctx, tx, t, to, func(from string) error { return setFrom(from, shVals, where, sh.nums, sh.names) })
+		case asIs:
 			err = set("l.__extra", shVals, where, sh.nums, sh.names)
-		} else {
+		default:
 			err = set(`(SELECT pg_catalog.json_object_agg(m.name, e.value)
 				FROM pg_catalog.json_each(l.__extra) WITH ORDINALITY e(key, value, i)
 				JOIN pg_catalog.unnest($3::pg_catalog.text[]) WITH ORDINALITY m(name, i) ON m.i = e.i WHERE m.name <> '')`, shVals, where, sh.nums, sh.names, to)
@@ -310,15 +329,22 @@ func extraRowsError(t *Tracked, n int64) error {
 // lags the table's columns although every column has a log column: a
 // column dropped, renamed or added since tracking was last enabled or
 // brought in line (sluice.tracking.attnames against the table's live
-// columns), or rows the capture logged as JSON (__extra). One row of
-// sluice.tracking, the table's pg_attribute rows and one probe of the
-// log's partial index on __extra.
+// columns), or rows the capture logged as JSON (__extra); or whether its
+// capture function was written by a sluice that logged the JSON path's
+// rows as to_json objects (funcCurrentSQL), which bringing the log in
+// line rewrites. One row of sluice.tracking with its function's source,
+// the table's pg_attribute rows and one probe of the log's partial index
+// on __extra.
 func logBehind(ctx context.Context, q sinkpg.Querier, t *Tracked) (bool, error) {
 	if t.Relid != 0 {
 		var names []string
-		err := q.QueryRow(ctx, `SELECT coalesce(attnames, '{}') FROM sluice.tracking WHERE table_name = $1`, t.Key).Scan(&names)
+		var current bool
+		err := q.QueryRow(ctx, `SELECT coalesce(attnames, '{}'), `+funcCurrentSQL+` FROM sluice.tracking WHERE table_name = $1`, t.Key, rowTextMark).Scan(&names, &current)
 		if err != nil {
 			return false, err
+		}
+		if !current {
+			return true, nil
 		}
 		attrs, err := tableAttributes(ctx, q, t.Relid)
 		if err != nil {
@@ -452,7 +478,9 @@ func sameColumns(tab *sinkpg.Table, names []string) bool {
 // logs typed rows only while the table has exactly those columns, so a
 // DDL committed after this read makes it log JSON again. With rewrite
 // the function is written again even when nothing changed (a renamed
-// table's notify channel, followRename).
+// table's notify channel, followRename); so it is when an earlier sluice
+// wrote it (funcCurrentSQL: it logs the JSON path's rows as to_json
+// objects).
 func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string, rewrite bool) ([]string, error) {
 	t, ok, err := b.tracked(ctx, tx, key)
 	if err != nil {
@@ -475,7 +503,8 @@ func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string, rewrite b
 	}
 	var oldNames []string
 	var recorded *uint32 // the oid the function was written for (its shape check names it)
-	if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}'), relid FROM sluice.tracking WHERE table_name = $1`, key).Scan(&oldNames, &recorded); err != nil {
+	var current bool     // the function logs the JSON path's rows as record text
+	if err := tx.QueryRow(ctx, `SELECT coalesce(attnames, '{}'), relid, `+funcCurrentSQL+` FROM sluice.tracking WHERE table_name = $1`, key, rowTextMark).Scan(&oldNames, &recorded, &current); err != nil {
 		return nil, err
 	}
 	altered, err := followColumns(ctx, tx, t, attrs, oldNames)
@@ -511,7 +540,7 @@ func (b *Backend) alignLog(ctx context.Context, tx pgx.Tx, key string, rewrite b
 	// check, written for the old one, is false, and every row travels as
 	// JSON until the function is written again for this oid.
 	sameOid := recorded != nil && *recorded == t.Relid
-	if !rewrite && !altered && !added && len(adds) == 0 && slices.Equal(names, oldNames) && sameOid {
+	if !rewrite && !altered && !added && len(adds) == 0 && slices.Equal(names, oldNames) && sameOid && current {
 		return names, nil // only rows logged as JSON to move: the function is the columns' already
 	}
 	for _, st := range captureFuncDDL(t, attrs) {
