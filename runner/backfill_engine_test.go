@@ -272,3 +272,41 @@ func TestBackfillEngineDryRun(t *testing.T) {
 		t.Fatalf("target differs from source:\n src %s\n dst %s", src, dst)
 	}
 }
+
+// TestBackfillEngineClasses: in columns whose stored form is a storage
+// class alone (BIGINT integer, TEXT text, DOUBLE real, BLOB blob), a value
+// of another class is converted as a copy through sluice converts it
+// (sluice_sink_fit: a BLOB in a TEXT column arrives as its text, a TEXT in
+// a BLOB column as its bytes), NULL stays NULL and a value of the class is
+// copied as stored.
+func TestBackfillEngineClasses(t *testing.T) {
+	const want = `1 'ann' 1.5 X'00FF'
+2 'hi' 2.5 X'6162'
+3 NULL NULL NULL
+4 '' -0.25 X''`
+	for _, s := range engineSinks {
+		t.Run(s.name, func(t *testing.T) {
+			e := newEnv(t)
+			logs := logTo(e)
+			e.native("", `CREATE TABLE c (id BIGINT NOT NULL PRIMARY KEY, "user" TEXT, d DOUBLE, bin BLOB);
+INSERT INTO c VALUES (1, 'ann', 1.5, X'00ff'), (2, X'6869', X'322e35', 'ab'), (3, NULL, NULL, NULL), (4, '', -0.25, X'');`)
+			e.sql("", "ALTER TABLE c SET PROPERTIES ('change_tracking' = 'true');\nCREATE TABLE STREAM s ON TABLE c WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD');")
+			conn := ""
+			sink := "table: copy, mode: append"
+			if s.file != "" {
+				conn = e.conn(s.file)
+				sink += ", connection: " + conn
+			}
+			j := e.job("j.yaml", "source: s\nsink: {"+sink+"}\n")
+			if _, err := e.backfill(t.Context(), j, runner.BackfillOptions{Chunk: 3}); err != nil {
+				t.Fatal(err)
+			}
+			if got := quoted(e, conn, "copy", `id, "user", d, bin`, "id"); got != want {
+				t.Errorf("target:\n%s\nwant:\n%s", got, want)
+			}
+			if strings.Contains(logs.String(), "through sluice") {
+				t.Errorf("the copy went through sluice:\n%s", logs)
+			}
+		})
+	}
+}

@@ -24,12 +24,47 @@ import (
 // with its trailing zero) is copied as stored, as the pushdown of a run
 // copies every value. NULL stays NULL.
 func NormalizeSQL(x string, t cdc.Type, column, keyText string) string {
-	fit := fmt.Sprintf("%s(%s, %s, %s, %s, %s)", fitFunc, x, sqlitex.QuoteString(t.String()), sqlitex.QuoteString(t.String()), sqlitex.QuoteString(column), keyText)
+	fit := fitSQL(x, t, column, keyText)
+	if class := classOnly(t); class != "" {
+		return classCase(x, class, fit)
+	}
 	cond := canonicalSQL(x, t)
 	if cond == "" {
 		return fit
 	}
 	return fmt.Sprintf("CASE WHEN %s IS NULL OR %s THEN %s ELSE %s END", x, cond, x, fit)
+}
+
+func fitSQL(x string, t cdc.Type, column, keyText string) string {
+	return fmt.Sprintf("%s(%s, %s, %s, %s, %s)", fitFunc, x, sqlitex.QuoteString(t.String()), sqlitex.QuoteString(t.String()), sqlitex.QuoteString(column), keyText)
+}
+
+// classCase is the normalization of x when its form is right exactly when
+// its storage class is class (typeof's name) or NULL: one typeof per value
+// compared with the class, then with 'null'. It is the same test as
+// "x IS NULL OR typeof(x) = class" in fewer steps of SQLite's VDBE (for a
+// value of the class: no NULL test, x read twice instead of three times),
+// which a bulk copy runs for every value: 0.45 against 0.49 CPU s for
+// 300,000 rows of five checked columns in modernc (docs/benchmarks.md).
+func classCase(x, class, fit string) string {
+	return fmt.Sprintf("CASE typeof(%s) WHEN '%s' THEN %s WHEN 'null' THEN NULL ELSE %s END", x, class, x, fit)
+}
+
+// classOnly returns the storage class (typeof's name) of sqlitex.Encode's
+// form for type t when that class is all canonicalSQL checks (every
+// value of that class is in the form), or "".
+func classOnly(t cdc.Type) string {
+	switch {
+	case t.Kind == cdc.KindBigInt:
+		return "integer"
+	case t.Kind == cdc.KindFloat || t.Kind == cdc.KindDouble:
+		return "real"
+	case t.Kind == cdc.KindBinary:
+		return "blob"
+	case t.Kind.IsPlainText():
+		return "text"
+	}
+	return ""
 }
 
 // NormalizeClassSQL is NormalizeSQL for a value of a column declared as
@@ -49,19 +84,18 @@ func NormalizeClassSQL(x string, t cdc.Type, column, keyText string) string {
 	case t.Kind == cdc.KindDecimal && t.Native == "",
 		t.Kind == cdc.KindDate && t.Native == "",
 		t.Kind == cdc.KindTimestamp && (t.Native == "" || t.Native == cdc.TimestampNTZ):
-		fit := fmt.Sprintf("%s(%s, %s, %s, %s, %s)", fitFunc, x, sqlitex.QuoteString(t.String()), sqlitex.QuoteString(t.String()), sqlitex.QuoteString(column), keyText)
-		return fmt.Sprintf("CASE WHEN %s IS NULL OR typeof(%s) = 'text' THEN %s ELSE %s END", x, x, x, fit)
+		return classCase(x, "text", fitSQL(x, t, column, keyText))
 	}
 	return NormalizeSQL(x, t, column, keyText)
 }
 
 // canonicalSQL returns a SQL condition true when the non-NULL value x has
 // the storage class and shape of sqlitex.Encode's form for type t, or ""
-// when there is no cheap test (the value is then always re-encoded).
+// when there is no cheap test (the value is then always re-encoded). Types
+// whose form is their storage class alone (classOnly) are not its: they
+// take classCase.
 func canonicalSQL(x string, t cdc.Type) string {
 	switch {
-	case t.Kind == cdc.KindBigInt:
-		return fmt.Sprintf("typeof(%s) = 'integer'", x)
 	case t.Kind.IsInteger():
 		lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
 		switch t.Kind {
@@ -76,10 +110,6 @@ func canonicalSQL(x string, t cdc.Type) string {
 		return fmt.Sprintf("typeof(%[1]s) = 'integer' AND %[1]s BETWEEN %d AND %d", x, lo, hi)
 	case t.Kind == cdc.KindBoolean:
 		return fmt.Sprintf("typeof(%[1]s) = 'integer' AND %[1]s IN (0, 1)", x)
-	case t.Kind == cdc.KindFloat || t.Kind == cdc.KindDouble:
-		return fmt.Sprintf("typeof(%s) = 'real'", x)
-	case t.Kind == cdc.KindBinary:
-		return fmt.Sprintf("typeof(%s) = 'blob'", x)
 	case t.Kind == cdc.KindDecimal:
 		// Text with exactly Scale digits after its only '.' (none for
 		// scale 0) and no longer than Precision digits, a sign and a
@@ -101,8 +131,6 @@ func canonicalSQL(x string, t cdc.Type) string {
 		// "2006-01-02 15:04:05.999999999-07:00": a 'T', a 'Z' or a
 		// missing zone is re-encoded.
 		return fmt.Sprintf("typeof(%[1]s) = 'text' AND length(%[1]s) BETWEEN 25 AND 35 AND substr(%[1]s, 11, 1) = ' ' AND substr(%[1]s, -6, 1) IN ('+', '-')", x)
-	case t.Kind.IsPlainText():
-		return fmt.Sprintf("typeof(%s) = 'text'", x)
 	}
 	return ""
 }
