@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,7 +40,10 @@ const attachedSource = "sluice_src"
 //     snapshot's offset the table changed since the snapshot (every write
 //     to a tracked table logs a change) and the chunk is left to the
 //     snapshot read through sluice;
-//  3. finds the chunk's last key (LIMIT 1 OFFSET n-1 in key order);
+//  3. takes the chunk's last key (LIMIT 2 OFFSET n-1 in key order, read
+//     just before the transaction with whether a row follows, which
+//     sets the commit's PRAGMA synchronous; it holds in the transaction
+//     because the table is still the snapshot's);
 //  4. copies the chunk with one INSERT … SELECT (append-like modes) or the
 //     sink's merge statements over the chunk (merge, history, SQL MERGE):
 //     values are normalized to the form sluice writes
@@ -261,7 +265,9 @@ func (e *engineCopy) Steps(sp runner.SinkPlan) []plan.Step {
 	if !e.same {
 		out = append(out, plan.Step{Where: "sink", What: "once: attach the source file read-only to a connection of the sink", SQL: e.attachSQL()})
 	}
-	out = append(out, plan.Step{Where: "sink", What: "per chunk: begin a write transaction of the sink (takes its write lock only)", SQL: "BEGIN IMMEDIATE"})
+	out = append(out,
+		plan.Step{Where: "source", What: "per chunk, before its transaction: find the chunk's last key and whether a row follows it (the chunk commits with PRAGMA synchronous = FULL when none does; its transaction uses this key when the table is still as in the snapshot)", SQL: "SELECT " + e.keyList + " FROM " + e.table + " AS __t" + e.afterClause(marks) + " ORDER BY " + e.keyList + " LIMIT 2 OFFSET ?"},
+		plan.Step{Where: "sink", What: "begin the chunk's write transaction of the sink (takes its write lock only)", SQL: "BEGIN IMMEDIATE"})
 	ps, ok := sp.(*sinksqlite.Plan)
 	var writes []plan.Step
 	if ok {
@@ -272,7 +278,6 @@ func (e *engineCopy) Steps(sp runner.SinkPlan) []plan.Step {
 	}
 	out = append(out,
 		plan.Step{Where: "source", What: "the table is still as in the snapshot only if the change log's last seq is still the snapshot's offset (else the rest goes through sluice)", SQL: strings.Replace(e.seqSQL(), "?", sqlitex.QuoteString(logTable(e.s.info.Table)), 1)},
-		plan.Step{Where: "source", What: "find the chunk's last key", SQL: "SELECT " + e.keyList + " FROM " + e.table + " AS __t" + e.afterClause(marks) + " ORDER BY " + e.keyList + " LIMIT 1 OFFSET ?"},
 	)
 	if len(e.checked) > 0 && ok && ps.Appends() {
 		out = append(out, plan.Step{Where: "sink", What: "the insert runs with PRAGMA ignore_check_constraints when the target's only CHECKs are sluice's DECIMAL checks on " +
@@ -349,15 +354,26 @@ func (e *engineCopy) Chunk(ctx context.Context, sp runner.SinkPlan, job string, 
 		return runner.EngineChunk{}, err
 	}
 	defer func() { _ = e.release(ctx) }()
+	var args []any
+	if after != nil {
+		var err error
+		if args, err = e.s.rawKey(after); err != nil {
+			return runner.EngineChunk{}, fmt.Errorf("read %s after key %v: %w", e.s.info.Table, after, err)
+		}
+	}
+	end, err := e.probe(ctx, args, n)
+	if err != nil {
+		return runner.EngineChunk{}, err
+	}
 	if !e.same {
-		if err := e.syncLevel(ctx, after, n); err != nil {
+		if err := e.syncLevel(ctx, end); err != nil {
 			return runner.EngineChunk{}, err
 		}
 	}
 	if err := sqlitex.Begin(ctx, e.conn); err != nil {
 		return runner.EngineChunk{}, fmt.Errorf("sqlite sink: begin write transaction: %w", err)
 	}
-	r, raw, err := e.chunk(ctx, ps, job, after, n, check, checkpoint)
+	r, raw, err := e.chunk(ctx, ps, job, after, args, end, n, check, checkpoint)
 	if err != nil || r.Moved {
 		_, _ = e.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		sqlitex.DiscardIfCannotWrite(e.conn, err)
@@ -377,7 +393,13 @@ func (e *engineCopy) Chunk(ctx context.Context, sp runner.SinkPlan, job string, 
 	return r, nil
 }
 
-func (e *engineCopy) chunk(ctx context.Context, ps *sinksqlite.Plan, job string, after []any, n int,
+// chunk runs in the chunk's transaction; args is after in its stored
+// form and end what the probe before the transaction found. The probe's
+// reads hold in the transaction once the change log's last seq is the
+// snapshot's offset: every write to the table logs a change, so the
+// table was the snapshot's from the snapshot until then, the probe
+// included.
+func (e *engineCopy) chunk(ctx context.Context, ps *sinksqlite.Plan, job string, after, args []any, end chunkEnd, n int,
 	check func(context.Context, runner.SinkTx) error,
 	checkpoint func(last []any, rows int64, final bool) runner.Checkpoint) (runner.EngineChunk, []any, error) {
 	s := e.s
@@ -397,16 +419,10 @@ func (e *engineCopy) chunk(ctx context.Context, ps *sinksqlite.Plan, job string,
 		return runner.EngineChunk{Moved: true}, nil, nil
 	}
 	var lits []string
-	var args []any
 	if after != nil {
-		raw, err := s.rawKey(after)
-		if err != nil {
-			return runner.EngineChunk{}, nil, fmt.Errorf("read %s after key %v: %w", s.info.Table, after, err)
-		}
-		if lits, err = literals(raw); err != nil {
+		if lits, err = literals(args); err != nil {
 			return runner.EngineChunk{}, nil, fmt.Errorf("%w: key %v: %v", runner.ErrPushdownValue, after, err)
 		}
-		args = raw
 	} else {
 		// A NULL key cannot be paged past: the copy through sluice names it.
 		var nulls []string
@@ -427,28 +443,26 @@ func (e *engineCopy) chunk(ctx context.Context, ps *sinksqlite.Plan, job string,
 		marks = " WHERE " + e.keys + " > (" + marks + ")"
 	}
 	r := runner.EngineChunk{Rows: int64(n)}
-	raw := make([]any, len(s.keyIdx))
-	ptrs := make([]any, len(raw))
-	for i := range raw {
-		ptrs[i] = &raw[i]
-	}
-	err = e.conn.QueryRowContext(ctx, "SELECT "+e.keyList+" FROM "+e.table+" AS __t"+marks+" ORDER BY "+e.keyList+" LIMIT 1 OFFSET ?", append(args, n-1)...).Scan(ptrs...)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	raw := end.raw
+	if raw == nil {
+		// fewer than n rows left: the table's last chunk
+		raw = make([]any, len(s.keyIdx))
+		ptrs := make([]any, len(raw))
+		for i := range raw {
+			ptrs[i] = &raw[i]
+		}
 		r.Final = true
 		if err := e.conn.QueryRowContext(ctx, "SELECT count(*) FROM "+e.table+" AS __t"+marks, args...).Scan(&r.Rows); err != nil {
 			return runner.EngineChunk{}, nil, fmt.Errorf("count rows of %s: %w", s.info.Table, err)
 		}
 		if r.Rows == 0 {
 			raw = nil
-			break
+		} else {
+			desc := strings.ReplaceAll(e.keyList, ", ", " DESC, ") + " DESC"
+			if err := e.conn.QueryRowContext(ctx, "SELECT "+e.keyList+" FROM "+e.table+" AS __t ORDER BY "+desc+" LIMIT 1").Scan(ptrs...); err != nil {
+				return runner.EngineChunk{}, nil, fmt.Errorf("read the last key of %s: %w", s.info.Table, err)
+			}
 		}
-		desc := strings.ReplaceAll(e.keyList, ", ", " DESC, ") + " DESC"
-		if err := e.conn.QueryRowContext(ctx, "SELECT "+e.keyList+" FROM "+e.table+" AS __t ORDER BY "+desc+" LIMIT 1").Scan(ptrs...); err != nil {
-			return runner.EngineChunk{}, nil, fmt.Errorf("read the last key of %s: %w", s.info.Table, err)
-		}
-	case err != nil:
-		return runner.EngineChunk{}, nil, fmt.Errorf("read %s after key %v: %w", s.info.Table, after, err)
 	}
 	if r.Rows > 0 {
 		rel := e.relation(lits, strconv.Itoa(n))
@@ -500,34 +514,63 @@ func literals(raw []any) ([]string, error) {
 	return out, nil
 }
 
-// syncLevel sets the connection's PRAGMA synchronous for the chunk after
-// `after` (the safety level cannot change inside a transaction): NORMAL
-// for a chunk that is not the table's last (a power loss may undo it,
-// rows and state together, as an interruption would), FULL for the last,
-// whose commit hands off and must be on disk before the source's stream
-// moves (see sinks/sqlite Plan.Begin; in WAL mode FULL syncs the log with
-// every earlier chunk's frames). Whether it is the last is read before
-// the transaction; the chunk's own reads decide what is copied, and when
-// they disagree the table changed and the chunk is not copied (Moved).
-func (e *engineCopy) syncLevel(ctx context.Context, after []any, n int) error {
-	level := "FULL"
-	var args []any
+// chunkEnd is what the probe before a chunk's transaction found: the
+// stored key of the chunk's last row, the n-th after the chunk's start
+// (nil when fewer rows are left: the chunk is the table's last), and
+// whether a row follows it.
+type chunkEnd struct {
+	raw  []any
+	more bool
+}
+
+// probe reads the chunk's end for a chunk of n rows after the stored key
+// args (nil: from the first row), before its transaction (Chunk): one walk
+// of the key index tells both the chunk's last key and the PRAGMA
+// synchronous it commits with (syncLevel). The chunk's transaction uses it
+// when the table is still the snapshot's (chunk).
+func (e *engineCopy) probe(ctx context.Context, args []any, n int) (chunkEnd, error) {
 	where := ""
-	if after != nil {
-		raw, err := e.s.rawKey(after)
-		if err != nil {
-			return err
-		}
-		args = raw
-		where = " WHERE " + e.keys + " > (" + strings.TrimSuffix(strings.Repeat("?, ", len(raw)), ", ") + ")"
+	if args != nil {
+		where = " WHERE " + e.keys + " > (" + strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ") + ")"
 	}
-	var one int
-	err := e.conn.QueryRowContext(ctx, "SELECT 1 FROM "+e.table+" AS __t"+where+" ORDER BY "+e.keyList+" LIMIT 1 OFFSET ?", append(args, n)...).Scan(&one)
-	switch {
-	case err == nil:
+	rows, err := e.conn.QueryContext(ctx, "SELECT "+e.keyList+" FROM "+e.table+" AS __t"+where+" ORDER BY "+e.keyList+" LIMIT 2 OFFSET ?", append(slices.Clone(args), n-1)...)
+	if err != nil {
+		return chunkEnd{}, fmt.Errorf("read %s: %w", e.s.info.Table, err)
+	}
+	defer rows.Close()
+	var end chunkEnd
+	for rows.Next() {
+		if end.raw != nil {
+			end.more = true
+			break
+		}
+		end.raw = make([]any, len(e.s.keyIdx))
+		ptrs := make([]any, len(end.raw))
+		for i := range end.raw {
+			ptrs[i] = &end.raw[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return chunkEnd{}, fmt.Errorf("read %s: %w", e.s.info.Table, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return chunkEnd{}, fmt.Errorf("read %s: %w", e.s.info.Table, err)
+	}
+	return end, nil
+}
+
+// syncLevel sets the connection's PRAGMA synchronous for the chunk whose
+// probe found end (the safety level cannot change inside a transaction):
+// NORMAL for a chunk that is not the table's last (a power loss may undo
+// it, rows and state together, as an interruption would), FULL for the
+// last, whose commit hands off and must be on disk before the source's
+// stream moves (see sinks/sqlite Plan.Begin; in WAL mode FULL syncs the
+// log with every earlier chunk's frames). When the table changed since the
+// probe the chunk is not copied (Moved).
+func (e *engineCopy) syncLevel(ctx context.Context, end chunkEnd) error {
+	level := "FULL"
+	if end.more {
 		level = "NORMAL" // a row after this chunk
-	case !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("read %s: %w", e.s.info.Table, err)
 	}
 	if level == e.sync {
 		return nil
