@@ -164,8 +164,10 @@ type Fill struct {
 	// Value is the value for FillValue, canonical for the column's type
 	// (package cdc); nil is NULL.
 	Value any
-	// Table is the source table for FillReread, as an SQL reference in
-	// the sink's dialect (quoted, schema-qualified where needed).
+	// Table is the source table, as an SQL reference in the source's
+	// dialect (quoted, schema-qualified where needed): what FillReread
+	// reads in the sink's database when the sink is in the source's; ""
+	// when the run reads it instead.
 	Table string
 	// Why describes the source column's DEFAULT in words, for plans and
 	// errors ("DEFAULT 7", "a volatile DEFAULT").

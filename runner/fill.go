@@ -40,8 +40,11 @@ type AddedColumnSource interface {
 // error wrapping ErrColumnUnfillable at the sink's position in the job
 // file, before anything is written. A change target (append, history,
 // SQL MERGE) holds images of changes delivered before the column existed,
-// which no key names: they keep NULL, with a plan warning.
-func (r *Runner) fillAdded(ctx context.Context, prep *Prepared, sink Backend, evolve []plan.ColumnChange) error {
+// which no key names: they keep NULL, with a plan warning. gone are the
+// target's columns the source lacks: a new column that would be NULL in
+// the target's rows is read by key instead while there are any (it may be
+// one of them renamed, whose values the rows hold under the old name).
+func (r *Runner) fillAdded(ctx context.Context, prep *Prepared, sink Backend, evolve []plan.ColumnChange, gone []string) error {
 	src, ok := prep.source.(AddedColumnSource)
 	if !ok {
 		return nil
@@ -55,6 +58,15 @@ func (r *Runner) fillAdded(ctx context.Context, prep *Prepared, sink Backend, ev
 		f, err := src.AddedColumn(ctx, prep.stream, c.Column)
 		if err != nil {
 			return fmt.Errorf("column %s added to %s: %w", c.Column, prep.stream.Table, err)
+		}
+		if f.Kind == plan.FillNull && len(gone) > 0 && job.Sink.Mode == plan.ModeMerge && job.Sink.Merge == nil {
+			// The target has columns the source lacks: c may be one of
+			// them renamed (RENAME COLUMN keeps each row's value, which
+			// the target holds under the old name). Read it by key when
+			// the target can be, which is exact whatever c is.
+			if why, _ := rereadRefusal(prep, sink, job); why == "" {
+				f.Kind, f.Why = plan.FillReread, "column, maybe renamed from "+strings.Join(gone, " or ")+" (a column of the target the source lacks)"
+			}
 		}
 		if f.Kind == plan.FillReread {
 			if job.Sink.Mode != plan.ModeMerge || job.Sink.Merge != nil {

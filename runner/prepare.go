@@ -244,7 +244,7 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 			if evolve, left, err = applySchemaPolicy(prep, policy, target, modeCols); err != nil {
 				return err
 			}
-			if err := r.fillAdded(ctx, prep, b, evolve); err != nil {
+			if err := r.fillAdded(ctx, prep, b, evolve, diffSchema(p.Project, target, modeCols).gone); err != nil {
 				return err
 			}
 			if len(left) > 0 {

@@ -25,8 +25,10 @@ import (
 //   - Otherwise (a volatile DEFAULT — random(), clock_timestamp(),
 //     serial, gen_random_uuid() — that rewrote the table with a value per
 //     row; an identity or generated column; a missing value cleared by a
-//     rewrite since, such as VACUUM FULL): plan.FillReread with the
-//     table's schema-qualified name.
+//     rewrite since, such as VACUUM FULL): plan.FillReread.
+//
+// Fill.Table is the table's schema-qualified name whatever the kind (the
+// planner may read by key a column it suspects renamed).
 //
 // Errors: the table is not tracked (ErrNotTracked), col is not a column of
 // it, or the catalog read's.
@@ -51,6 +53,10 @@ func (b *Backend) AddedColumn(ctx context.Context, s *runner.StreamInfo, col str
 	}
 	if c == nil {
 		return plan.Fill{}, fmt.Errorf("%s has no column %s", sinkpg.Quote(t.Table.Name), sinkpg.Quote(col))
+	}
+	ref, err := tableRef(ctx, tx, t)
+	if err != nil {
+		return plan.Fill{}, b.wrap(err, "name %s", sinkpg.Quote(t.Table.Name))
 	}
 	var missing bool
 	var def, identity, generated string
@@ -77,7 +83,7 @@ func (b *Backend) AddedColumn(ctx context.Context, s *runner.StreamInfo, col str
 			if v == nil {
 				kind = plan.FillNull
 			}
-			return plan.Fill{Kind: kind, Value: v, Why: "ADD COLUMN … DEFAULT " + strings.TrimSuffix(lit, "::"+c.PGType)}, nil
+			return plan.Fill{Kind: kind, Value: v, Table: ref, Why: "ADD COLUMN … DEFAULT " + strings.TrimSuffix(lit, "::"+c.PGType)}, nil
 		}
 	}
 	why := ""
@@ -89,11 +95,7 @@ func (b *Backend) AddedColumn(ctx context.Context, s *runner.StreamInfo, col str
 	case def != "":
 		why = "DEFAULT " + def + " (a value per row)"
 	default:
-		return plan.Fill{Kind: plan.FillNull, Why: "ADD COLUMN without DEFAULT"}, nil
-	}
-	ref, err := tableRef(ctx, tx, t)
-	if err != nil {
-		return plan.Fill{}, b.wrap(err, "name %s", sinkpg.Quote(t.Table.Name))
+		return plan.Fill{Kind: plan.FillNull, Table: ref, Why: "ADD COLUMN without DEFAULT"}, nil
 	}
 	return plan.Fill{Kind: plan.FillReread, Table: ref, Why: why}, nil
 }

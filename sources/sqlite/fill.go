@@ -27,7 +27,8 @@ var constantDefault = regexp.MustCompile(`(?is)^\s*(?:[-+]?\s*(?:[0-9][0-9_]*(?:
 // DEFAULT. A generated column, or a DEFAULT that is not one constant
 // (CURRENT_TIMESTAMP, an expression: a column the table had from its
 // creation), has a value per row: plan.FillReread with the table's quoted
-// name. Errors: col is not a column of the table, or the catalog read's.
+// name (Fill.Table is that name whatever the kind). Errors: col is not a
+// column of the table, or the catalog read's.
 func (b *Backend) AddedColumn(ctx context.Context, s *runner.StreamInfo, col string) (plan.Fill, error) {
 	var dflt sql.NullString
 	var hidden int
@@ -44,7 +45,7 @@ func (b *Backend) AddedColumn(ctx context.Context, s *runner.StreamInfo, col str
 		reread.Why = "generated column"
 		return reread, nil
 	case !dflt.Valid:
-		return plan.Fill{Kind: plan.FillNull, Why: "ADD COLUMN without DEFAULT"}, nil
+		return plan.Fill{Kind: plan.FillNull, Table: reread.Table, Why: "ADD COLUMN without DEFAULT"}, nil
 	case !constantDefault.MatchString(dflt.String):
 		reread.Why = "DEFAULT " + dflt.String + " (a value per row)"
 		return reread, nil
@@ -62,7 +63,7 @@ func (b *Backend) AddedColumn(ctx context.Context, s *runner.StreamInfo, col str
 		return plan.Fill{}, fmt.Errorf("the DEFAULT %s of column %s of %s: %w", dflt.String, sqlitex.Quote(col), sqlitex.Quote(s.Table), err)
 	}
 	if v == nil {
-		return plan.Fill{Kind: plan.FillNull, Why: "ADD COLUMN … DEFAULT NULL"}, nil
+		return plan.Fill{Kind: plan.FillNull, Table: reread.Table, Why: "ADD COLUMN … DEFAULT NULL"}, nil
 	}
-	return plan.Fill{Kind: plan.FillValue, Value: v, Why: "ADD COLUMN … DEFAULT " + strings.TrimSpace(dflt.String)}, nil
+	return plan.Fill{Kind: plan.FillValue, Value: v, Table: reread.Table, Why: "ADD COLUMN … DEFAULT " + strings.TrimSpace(dflt.String)}, nil
 }
