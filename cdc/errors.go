@@ -21,11 +21,14 @@ var (
 // ValueError is a value that does not fit its column: it names the row's key
 // (when known) and the column. It wraps ErrBadValue.
 type ValueError struct {
-	Key    []any  // the row's primary-key values, nil when unknown
-	Column string // the column name
-	Type   Type   // the column's type
-	Value  any    // the offending value
-	Reason string // why it does not convert
+	Key []any // the row's primary-key values, nil when unknown
+	// KeyNames are the key columns' names, aligned with Key; the message
+	// shows "(id=3)" with them, "(3)" without.
+	KeyNames []string
+	Column   string // the column name
+	Type     Type   // the column's type
+	Value    any    // the offending value
+	Reason   string // why it does not convert
 }
 
 func (e *ValueError) Error() string {
@@ -35,6 +38,9 @@ func (e *ValueError) Error() string {
 		for i, k := range e.Key {
 			if i > 0 {
 				b.WriteString(", ")
+			}
+			if len(e.KeyNames) == len(e.Key) {
+				b.WriteString(e.KeyNames[i] + "=")
 			}
 			fmt.Fprintf(&b, "%v", k)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicedata/sluice/cdc"
@@ -300,12 +301,16 @@ func (prep *Prepared) passThrough(nmeta int) bool {
 
 // rowError names the row's key in an evaluation error.
 func (prep *Prepared) rowError(ch *cdc.Change, what string, err error) error {
-	idx, _ := prep.stream.TableSchema.KeyIndexes()
-	key := make([]any, len(idx))
-	for i, k := range idx {
-		key[i] = ch.Row[k]
+	s := prep.stream.TableSchema
+	idx, _ := s.KeyIndexes()
+	if len(idx) == 0 {
+		return fmt.Errorf("row (%s of commit version %d): %s: %w", ch.Op, ch.CommitVersion, what, err)
 	}
-	return fmt.Errorf("row with key %v: %s: %w", key, what, err)
+	parts := make([]string, len(idx))
+	for i, k := range idx {
+		parts[i] = s.Columns[k].Name + "=" + cdc.FormatValue(ch.Row[k], s.Columns[k].Type)
+	}
+	return fmt.Errorf("row with key (%s): %s: %w", strings.Join(parts, ", "), what, err)
 }
 
 // streamRow presents a change as a row of the stream schema (metadata

@@ -331,6 +331,9 @@ func scanChange(rows *sql.Rows, cols []cdc.Column, schema cdc.Schema) (cdc.Chang
 		if errors.As(err, &ve) && ve.Key == nil && len(key) > 0 {
 			withKey := *ve
 			withKey.Key = key
+			if len(schema.Key) == len(key) {
+				withKey.KeyNames = schema.Key
+			}
 			err = &withKey
 		}
 		return cdc.Change{}, fmt.Errorf("read changes: %w", err)

@@ -121,7 +121,11 @@ func (d *decoder) change(ctx context.Context, rec *tablestore.StreamRecord, vers
 func (d *decoder) valueError(row []any, col int, v any, why string) error {
 	key := make([]any, d.nkey)
 	copy(key, row[:d.nkey])
-	return &cdc.ValueError{Key: key, Column: d.schema.Columns[col].Name, Type: d.schema.Columns[col].Type, Value: v, Reason: why}
+	var names []string
+	if len(d.schema.Key) == d.nkey {
+		names = d.schema.Key
+	}
+	return &cdc.ValueError{Key: key, KeyNames: names, Column: d.schema.Columns[col].Name, Type: d.schema.Columns[col].Type, Value: v, Reason: why}
 }
 
 // convert maps a cell value as the SDK decodes it (int64 for INTEGER,

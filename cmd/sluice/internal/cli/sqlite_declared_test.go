@@ -131,11 +131,11 @@ c.commit()`, filepath.Join(d.dir, "x.db")).CombinedOutput(); err != nil {
 	}
 	job := writeFile(t, d.dir, "n.yaml", "name: n_copy\nconnection: "+d.conn+"\nsource: sn\nsink: {table: n_copy, mode: merge, keys: [id]}\n")
 	r := sluice(t, "run", job)
-	if r.code == 0 || !strings.Contains(r.stderr, `row with key (7), column "v": cannot store "abc" (text)`) {
+	if r.code == 0 || !strings.Contains(r.stderr, `row with key (id=7), column "v": cannot store "abc" (text)`) {
 		t.Fatalf("want a failure naming key 7 and column v:\n%v", r)
 	}
 	// The change is still pending: a preview reads it and fails the same way.
-	if p := sluice(t, "preview", "--conn", d.conn, "sn"); p.code == 0 || !strings.Contains(p.stderr, "row with key (7)") {
+	if p := sluice(t, "preview", "--conn", d.conn, "sn"); p.code == 0 || !strings.Contains(p.stderr, "row with key (id=7)") {
 		t.Errorf("the offset moved past key 7: preview\n%v", p)
 	}
 }
