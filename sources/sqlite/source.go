@@ -293,9 +293,11 @@ func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 }
 
 // scanChange reads one row of ChangesQuery, whose table columns are cols
-// of schema. A value that does not decode as its column's type is a
-// *cdc.ValueError naming the row's primary key (schema.Key, as stored)
-// and the column.
+// of schema. A value that does not decode as its column's type (SQLite
+// keeps text in a REAL column) stays in the row as stored (text for
+// text, []byte for a blob): the sink's check of each value refuses it
+// with the row's key and the column (cdc.ValueError), which a job with a
+// dead-letter table sets aside.
 func scanChange(rows *sql.Rows, cols []cdc.Column, schema cdc.Schema) (cdc.Change, error) {
 	vals := make([]any, 3+len(cols))
 	ptrs := make([]any, len(vals))
@@ -326,17 +328,25 @@ func scanChange(rows *sql.Rows, cols []cdc.Column, schema cdc.Schema) (cdc.Chang
 			}
 		}
 	}
-	if err := sqlitex.DecodeRow(row, cols); err != nil {
+	for i, v := range row {
+		d, err := sqlitex.Decode(v, cols[i].Type)
 		var ve *cdc.ValueError
-		if errors.As(err, &ve) && ve.Key == nil && len(key) > 0 {
-			withKey := *ve
-			withKey.Key = key
-			if len(schema.Key) == len(key) {
-				withKey.KeyNames = schema.Key
+		if errors.As(err, &ve) {
+			// SQLite stores what the application gives it ('abc' in a
+			// REAL column). The stored value goes on as it is: the sink
+			// refuses it, naming the row's key and the column, or puts
+			// it in the job's dead-letter table; a read that failed here
+			// would stop every job on the stream with no way past it.
+			if b, ok := v.([]byte); ok {
+				v = string(b)
 			}
-			err = &withKey
+			row[i] = v
+			continue
 		}
-		return cdc.Change{}, fmt.Errorf("read changes: %w", err)
+		if err != nil {
+			return cdc.Change{}, fmt.Errorf("read changes: column %q: %w", cols[i].Name, err)
+		}
+		row[i] = d
 	}
 	return cdc.Change{Op: op, CommitVersion: ver, CommitTime: ts.(time.Time).UTC(), Row: row}, nil
 }

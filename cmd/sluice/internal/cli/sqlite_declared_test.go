@@ -107,7 +107,8 @@ func TestSQLiteTableNamedLikeTheReadsCTEs(t *testing.T) {
 // TestSQLiteValueErrorNamesTheKey: a value the application stored that
 // does not read as its column's type (text in a NUMERIC column, which
 // SQLite allows) fails the run with an error naming the row's key and the
-// column, and the offset does not move.
+// column, and the offset does not move; a job with a dead-letter table
+// sets the row aside there and goes on.
 func TestSQLiteValueErrorNamesTheKey(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -134,8 +135,19 @@ c.commit()`, filepath.Join(d.dir, "x.db")).CombinedOutput(); err != nil {
 	if r.code == 0 || !strings.Contains(r.stderr, `row with key (id=7), column "v": cannot store "abc" (text)`) {
 		t.Fatalf("want a failure naming key 7 and column v:\n%v", r)
 	}
-	// The change is still pending: a preview reads it and fails the same way.
-	if p := sluice(t, "preview", "--conn", d.conn, "sn"); p.code == 0 || !strings.Contains(p.stderr, "row with key (id=7)") {
+	// The change is still pending: a preview shows it, the value as stored.
+	if p := sluice(t, "preview", "--conn", d.conn, "--format", "csv", "sn"); p.code != 0 || !strings.Contains(p.stdout, ",7,abc") {
 		t.Errorf("the offset moved past key 7: preview\n%v", p)
+	}
+	// With a dead-letter table the row goes there, and the run goes on.
+	dl := writeFile(t, d.dir, "dl.yaml", "name: n_dl\nconnection: "+d.conn+"\nsource: sn\nsink: {table: n_dl, mode: merge, keys: [id], dead_letter: n_dead}\n")
+	if r := sluice(t, "run", dl); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "dead-lettered 1") {
+		t.Fatalf("run with dead_letter: want success with one dead letter:\n%v", r)
+	}
+	if got := mustSluice(t, "sql", "--conn", d.conn, "--format", "csv", "SELECT id, v FROM n_dl ORDER BY id").stdout; !strings.Contains(got, "1,2.5") || strings.Contains(got, "7,") {
+		t.Errorf("n_dl holds\n%s\nwant key 1 only", got)
+	}
+	if got := mustSluice(t, "dead-letter", "--format", "json", dl).stdout; !strings.Contains(got, `cannot store \"abc\" (text)`) || !strings.Contains(got, "7") {
+		t.Errorf("dead letters of n_dl:\n%s\nwant key 7 with the value error", got)
 	}
 }
