@@ -298,7 +298,7 @@ func (r *reader) Next(ctx context.Context) ([]cdc.Change, error) {
 // text, []byte for a blob): the sink's check of each value refuses it
 // with the row's key and the column (cdc.ValueError), which a job with a
 // dead-letter table sets aside.
-func scanChange(rows *sql.Rows, cols []cdc.Column, schema cdc.Schema) (cdc.Change, error) {
+func scanChange(rows *sql.Rows, cols []cdc.Column, _ cdc.Schema) (cdc.Change, error) {
 	vals := make([]any, 3+len(cols))
 	ptrs := make([]any, len(vals))
 	for i := range vals {
@@ -320,14 +320,6 @@ func scanChange(rows *sql.Rows, cols []cdc.Column, schema cdc.Schema) (cdc.Chang
 		return cdc.Change{}, fmt.Errorf("read changes: commit timestamp: %w", err)
 	}
 	row := vals[3:]
-	var key []any
-	if idx, ok := schema.KeyIndexes(); ok {
-		for _, i := range idx {
-			if i < len(row) {
-				key = append(key, row[i])
-			}
-		}
-	}
 	for i, v := range row {
 		d, err := sqlitex.Decode(v, cols[i].Type)
 		var ve *cdc.ValueError
