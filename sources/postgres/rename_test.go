@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/dsl"
+	"github.com/sluicedata/sluice/plan"
 )
 
 // TestRenameFollowsNotifyChannel: once the catalog follows a renamed
@@ -147,4 +148,41 @@ func TestSetSchemaNewTableUnderName(t *testing.T) {
 	}
 	_, got := read(t, b, "st_s", true)
 	check(t, "written while in another schema", got, []string{"INSERT 1 moved"})
+}
+
+// TestShowStreamsAfterSetSchema: SHOW TABLE STREAMS lists every stream
+// when one's tracked table was moved to a schema not on the connection's
+// search_path (its pending changes cannot be counted: NULL), instead of
+// failing as a whole; a read of that stream still says where the table is.
+func TestShowStreamsAfterSetSchema(t *testing.T) {
+	b, u := openDB(t)
+	ctx := context.Background()
+	for _, tb := range []string{"sa", "sb"} {
+		sqlExec(t, b, `CREATE TABLE `+tb+` (id int PRIMARY KEY)`)
+		track(t, b, tb)
+		mkStream(t, b, tb+"_s", tb, "", false)
+	}
+	app := connect(ctx, t, u)
+	for _, q := range []string{`CREATE SCHEMA away`, `ALTER TABLE sa SET SCHEMA away`, `INSERT INTO away.sa VALUES (1)`, `INSERT INTO sb VALUES (1)`} {
+		if _, err := app.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rs, err := b.showStreams(ctx)
+	if err != nil {
+		t.Fatalf("SHOW TABLE STREAMS: %v", err)
+	}
+	var names []string
+	for _, r := range rs.Rows {
+		names = append(names, r[0].(string))
+		if r[0] == "sb_s" && r[7] == nil {
+			t.Errorf("sb_s: oldest_unconsumed NULL, want the time of its pending insert")
+		}
+	}
+	if strings.Join(names, ",") != "sa_s,sb_s" {
+		t.Errorf("SHOW TABLE STREAMS lists %v, want sa_s, sb_s", names)
+	}
+	if _, err := b.Stream(ctx, plan.Source{Stream: "sa_s"}); !errors.Is(err, ErrNoTable) || !strings.Contains(err.Error(), `"away"."sa"`) {
+		t.Errorf("reading sa_s: %v, want ErrNoTable naming away.sa", err)
+	}
 }

@@ -465,8 +465,10 @@ func (b *Backend) showRow(ctx context.Context, q sinkpg.Querier, s *runner.Strea
 	var oldest any
 	if p, ok, err := OffsetPosition(s.Offset); err == nil && ok && s.StaleSince.IsZero() {
 		t, tracked, err := b.tracked(ctx, q, s.Table)
-		if errors.Is(err, ErrTableDropped) {
-			tracked, err = false, nil // reads report the drop
+		if errors.Is(err, ErrTableDropped) || errors.Is(err, ErrNoTable) {
+			// Reads report the drop, or the move out of the
+			// search_path; the listing shows the stream without it.
+			tracked, err = false, nil
 		}
 		if err != nil {
 			return nil, err
