@@ -125,7 +125,7 @@ func followColumns(ctx context.Context, tx pgx.Tx, t *Tracked, attrs []attribute
 		_, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ALTER COLUMN %[2]s TYPE %[3]s USING %[2]s::%[3]s`, t.LogRef(), sinkpg.Quote(c.Name), c.PGType))
 		altered = true
 		if err != nil {
-			return false, fmt.Errorf("%w: column %s of %s changed type from %s to %s, and values of it in the change log do not convert (%v); nothing was read and the offset did not move. To go on: give the column its earlier type again (ALTER TABLE %s ALTER COLUMN %s TYPE %s), run the jobs of every stream on %s, then change the type; or drop and recreate those streams and backfill their targets",
+			return false, fmt.Errorf("%w: column %s of %s changed type from %s to %s, and values of it in the change log do not convert (%v); nothing was read and the offset did not move. To go on: give the column its earlier type again (ALTER TABLE %s ALTER COLUMN %s TYPE %s), run the jobs of every stream on %s until each has consumed the changes written before the type change (a job that stops on on_schema_change: fail, or on a value that does not fit under ignore, holds its stream there: fix it first, or drop its stream), then change the type; or drop and recreate those streams and backfill their targets",
 				ErrTableChanged, sinkpg.Quote(c.Name), sinkpg.Quote(t.Table.Name), typ, c.PGType, err, sinkpg.Quote(t.Table.Name), sinkpg.Quote(c.Name), typ, t.Table.Name)
 		}
 	}
