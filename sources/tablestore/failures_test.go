@@ -148,7 +148,7 @@ func TestTypeMismatch(t *testing.T) {
 	if !errors.As(err, &ve) || ve.Column != "qty" || len(ve.Key) != 1 || ve.Key[0] != int64(42) || !errors.Is(err, cdc.ErrBadValue) {
 		t.Fatalf("err = %v, want a ValueError for key 42 column qty", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "(42)") || !strings.Contains(msg, `"qty"`) || !strings.Contains(msg, "STRING") {
+	if msg := err.Error(); !strings.Contains(msg, "(id=42)") || !strings.Contains(msg, `"qty"`) || !strings.Contains(msg, "STRING") {
 		t.Errorf("message %q does not name key, column and cell type", msg)
 	}
 	// Decimal text that does not fit DECIMAL(10,2) is an error too.
