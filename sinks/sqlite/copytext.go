@@ -155,6 +155,10 @@ func (t *Tx) copyFrom(ctx context.Context, r io.Reader) (n int64, err error) {
 	args := make([]any, 0, per*ncols)
 	br := bufio.NewReaderSize(r, 256<<10)
 	var long []byte // a line longer than br's buffer
+	// arena holds the lines of the rows not inserted yet: a reader's text
+	// shares its bytes (fieldText), so a text costs no allocation of its
+	// own. It is reused once they are inserted (the driver binds copies).
+	arena := make([]byte, 0, 64<<10)
 	var total int64
 	rows := 0
 	flush := func() error {
@@ -168,7 +172,7 @@ func (t *Tx) copyFrom(ctx context.Context, r io.Reader) (n int64, err error) {
 			return fmt.Errorf("sqlite sink: write %q: %w", t.p.st.Table, err)
 		}
 		total += int64(rows)
-		rows, args = 0, args[:0]
+		rows, args, arena = 0, args[:0], arena[:0]
 		return nil
 	}
 	for line := int64(1); ; line++ {
@@ -188,6 +192,9 @@ func (t *Tx) copyFrom(ctx context.Context, r io.Reader) (n int64, err error) {
 			break
 		}
 		b = bytes.TrimSuffix(b, []byte{'\n'})
+		off := len(arena)
+		arena = append(arena, b...) // a new array keeps the earlier lines in the old one
+		b = arena[off:]
 		start := len(args)
 		for i := range ncols {
 			field := b

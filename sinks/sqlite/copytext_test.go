@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -90,3 +91,57 @@ func TestCopyFromChecks(t *testing.T) {
 
 // errAny stands for any error in a table of cases.
 var errAny = errors.New("any error")
+
+// TestCopyFromManyRows: a copy of more rows than one INSERT takes and more
+// text than the reader's buffer holds stores every value as its line
+// had it (the texts share the bytes of lines kept until their INSERT).
+func TestCopyFromManyRows(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	sp, err := New(db, nil).PrepareSink(ctx, stage("t", plan.ModeAppend, nil, orders))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stx, err := sp.Begin(ctx, "job1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := stx.(*Tx)
+	if ok, why, err := tx.AcceptCopy(ctx, "postgres", []string{"integer", "text", "numeric(10,2)", "text"}, false); err != nil || !ok {
+		t.Fatalf("AcceptCopy = %t, %q, %v", ok, why, err)
+	}
+	const n = 3000 // about 12 INSERTs, 1.2 MB of text
+	var text strings.Builder
+	want := make([]string, n)
+	for i := range n {
+		name := fmt.Sprintf("name %d %s", i, strings.Repeat(string(rune('a'+i%26)), 400))
+		amount := fmt.Sprintf("%d.%02d", i, i%100)
+		status := fmt.Sprintf("s%d", i*7)
+		fmt.Fprintf(&text, "%d\t%s\t%s\t%s\n", i, name, amount, status)
+		want[i] = fmt.Sprintf("%d|%s|%s|%s", i, name, amount, status)
+	}
+	if got, err := tx.CopyFrom(ctx, strings.NewReader(text.String())); err != nil || got != n {
+		t.Fatalf("CopyFrom = %d, %v; want %d rows", got, err, n)
+	}
+	if _, err := tx.Commit(ctx, runner.Checkpoint{Stream: "s", StreamID: "i", Offset: cdc.SingleOffset("1")}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(`SELECT id || '|' || name || '|' || amount || '|' || status FROM t ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	i := 0
+	for ; rows.Next(); i++ {
+		var got string
+		if err := rows.Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if i < n && got != want[i] {
+			t.Fatalf("row %d = %.60q…, want %.60q…", i, got, want[i])
+		}
+	}
+	if err := rows.Err(); err != nil || i != n {
+		t.Fatalf("%d rows (%v), want %d", i, err, n)
+	}
+}
