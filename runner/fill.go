@@ -73,7 +73,7 @@ func (r *Runner) fillAdded(ctx context.Context, prep *Prepared, sink Backend, ev
 				// A change target (append, history, …) holds images of
 				// changes, not rows by key: the images delivered before
 				// the column existed keep NULL in it.
-				prep.Plan.Warnings = append(prep.Plan.Warnings, fmt.Sprintf("column %s was added to %s with %s (a value per row): the rows %s holds already keep NULL in it (they are changes delivered before it existed, which no key of a merge target names); every change after the ALTER carries its value",
+				prep.Plan.Warnings = append(prep.Plan.Warnings, fmt.Sprintf("column %s was added to %s with %s: the rows %s holds already keep NULL in it (they are changes delivered before it existed, which no key of a merge target names); every change after the ALTER carries its value",
 					c.Column, prep.stream.Table, f.Why, job.Sink.Table))
 				f = plan.Fill{Kind: plan.FillNull, Why: f.Why}
 				c.Fill = f

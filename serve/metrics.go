@@ -24,7 +24,7 @@ import (
 //	sluice_stream_lag_seconds{job}                      gauge, age of the oldest pending change
 //	sluice_job_stopped{job}                             gauge, 1 after a permanent failure
 //	sluice_job_running{job}                             gauge
-//	sluice_fires_skipped_total{job,reason}              counter; reason = running|locked
+//	sluice_fires_skipped_total{job,reason}              counter; reason = running|locked|unchanged
 //	sluice_last_success_timestamp_seconds{job}          gauge, Unix time of the last good run
 //	sluice_history_unrecorded_runs                      gauge, runs kept in memory until the history stores them
 //	sluice_change_log_rows{database,table}              gauge, rows in a tracked table's change log
@@ -91,7 +91,7 @@ func NewMetrics() *Metrics {
 			Name: "sluice_job_running", Help: "1 while a run of the job is in progress in this process.",
 		}, job),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_fires_skipped_total", Help: "Scheduled fires skipped because the job was still running here (running) or in another process (locked).",
+			Name: "sluice_fires_skipped_total", Help: "Scheduled fires skipped because the job was still running here (running), in another process (locked), or its source had nothing new since its last run (unchanged).",
 		}, []string{"job", "reason"}),
 		slotWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_run_slot_waits_total", Help: "Runs that waited for a run slot because --max-runs runs were under way in this process.",

@@ -53,6 +53,9 @@ func TestIsTransient(t *testing.T) {
 		wrap(runner.ErrSchemaChanged),
 		wrap(runner.ErrPlanStale),
 		wrap(fmt.Errorf("table stream s: %w: enable tracking again", runner.SchemaSentinel("table changed"))),
+		// A schema refusal wrapping a database error that alone is
+		// permanent (a DDL racing with the log's alignment): retried.
+		wrap(fmt.Errorf("table stream s: %w: %w", runner.SchemaSentinel("bringing the change log in line failed"), &pgconn.PgError{Code: "42804"})),
 		&pgconn.PgError{Code: "28P01"}, // invalid password
 		&pgconn.PgError{Code: "28000"}, // role is not permitted to log in
 		&pgconn.PgError{Code: "53100"}, // disk full

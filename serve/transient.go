@@ -85,6 +85,13 @@ func IsTransient(err error) bool {
 	if errors.As(err, &connErr) {
 		return true
 	}
+	// A refusal because of a schema change is retried whatever database
+	// error it wraps (a DDL racing with a run can fail it with any
+	// SQLSTATE): the next attempt plans again, or goes on once the user
+	// has acted.
+	if errors.Is(err, runner.ErrSourceSchema) || errors.Is(err, runner.ErrSchemaChanged) || errors.Is(err, runner.ErrPlanStale) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return transientSQLState(pgErr.Code)

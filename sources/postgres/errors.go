@@ -62,6 +62,12 @@ var (
 	// ErrTableChanged is a tracked table whose columns changed since
 	// tracking was enabled.
 	ErrTableChanged = runner.SchemaSentinel("tracked table changed since change tracking was enabled")
+	// ErrLogNotAligned is a read that found the table's columns or key
+	// changed and could not bring the change log in line with them (a
+	// DDL racing with the move, a narrowing type, a role that may not
+	// alter the log): nothing was read, and serve retries it with backoff
+	// (runner.ErrSourceSchema), as the next attempt usually succeeds.
+	ErrLogNotAligned = runner.SchemaSentinel("bringing the change log in line with the table failed")
 	// ErrKeyNotLogged is enabling change tracking again under a primary
 	// key that changes still in the change log have no value for.
 	ErrKeyNotLogged = runner.SchemaSentinel("pending changes in the change log lack the new primary key")

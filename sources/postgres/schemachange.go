@@ -389,7 +389,7 @@ func logBehind(ctx context.Context, q sinkpg.Querier, t *Tracked) (bool, error) 
 // is returned, saying so.
 func (b *Backend) followColumnsNow(ctx context.Context, s *runner.StreamInfo, t *Tracked) error {
 	wrap := func(err error) error {
-		return fmt.Errorf("table stream %s: the columns or the primary key of %s changed, and bringing its change log in line with them failed: %w", s.Name, sinkpg.Quote(t.Table.Name), err)
+		return fmt.Errorf("table stream %s: the columns or the primary key of %s changed, and %w: %w", s.Name, sinkpg.Quote(t.Table.Name), ErrLogNotAligned, err)
 	}
 	if t.Relid == 0 || !t.HasExtra || len(t.PairedKey) > 0 && !slices.Equal(t.PairedKey, t.Table.Key) {
 		b.log.Info("the primary key of a tracked table changed (or its tracking predates this sluice): enabling tracking again", "stream", s.Name, "table", t.Table.Name)
