@@ -523,6 +523,12 @@ func Ambiguous(conn string) string {
 	if err == nil && exact(u) {
 		return ""
 	}
+	if q := strings.IndexByte(rest, '?'); q >= 0 && q < at && strings.ContainsRune(rest[:q], '/') {
+		// The last '@' is in the query (…/db?password=p@ss): name the
+		// query, not the user info.
+		return "the query (after '?') holds a character that must be percent-encoded in a URL " +
+			"('@' as %40, '#' as %23, '%' as %25, a space as %20), or use a key=value connection string"
+	}
 	return "the user info (before the last '@') holds a character that must be percent-encoded in a URL " +
 		"(a space or one of \" # % / < > ? @ [ \\ ] ^ ` { | }: write %20 %22 %23 %25 %2F %3C %3E %3F %40 %5B %5C %5D %5E %60 %7B %7C %7D), or use a key=value connection string"
 }

@@ -155,6 +155,21 @@ func FuzzConn(f *testing.F) {
 // TestAmbiguousCharacters: the characters Ambiguous refuses in a URL
 // password are exactly the ones its hint lists, and every other printable
 // character is read by net/url (pgx's parser) as written — ':' included.
+// TestAmbiguousQuery: a URL whose only '@' is in its query (an
+// unencoded password= parameter) is refused naming the query, not the
+// user info (second fresh-user trial).
+func TestAmbiguousQuery(t *testing.T) {
+	hint := Ambiguous("postgres://app@h:5432/db?password=p@ss:w/rd")
+	if !strings.Contains(hint, "the query (after '?')") || !strings.Contains(hint, "%40") {
+		t.Errorf("hint %q does not name the query and %%40", hint)
+	}
+	for _, in := range []string{"postgres://app:p@ss@h/db?sslmode=disable", "postgres://app:pa?ss@h/db"} {
+		if hint := Ambiguous(in); !strings.Contains(hint, "the user info") {
+			t.Errorf("Ambiguous(%q) = %q, want the user info named", in, hint)
+		}
+	}
+}
+
 func TestAmbiguousCharacters(t *testing.T) {
 	hint := Ambiguous("postgres://u:a#b@h/db")
 	lo, hi := strings.Index(hint, "(a space or one of "), strings.Index(hint, ": write")
