@@ -300,8 +300,27 @@ func (r *Runner) planSink(ctx context.Context, prep *Prepared, srcB Backend) err
 			}
 		}
 	}
+	if w := appendImagesWarning(p, st); w != "" {
+		p.Warnings = append(p.Warnings, w)
+	}
 	p.Sink = st
 	return nil
+}
+
+// appendImagesWarning returns the warning of an append job that writes
+// every change of a stream with updates and deletes (STANDARD,
+// CHANGE_FEED) as plain rows: no filter on the change type and no
+// __change_type column in the target, so an UPDATE_BEFORE or DELETE image
+// reads as one more row of the table; "" otherwise.
+func appendImagesWarning(p *plan.Plan, st plan.SinkStage) string {
+	if st.Mode != plan.ModeAppend || st.Backend == "stdout" || p.Filter != nil || p.Source.Mode == dsl.ModeAppendOnly {
+		return ""
+	}
+	if st.Schema.Index(cdc.ColChangeType) >= 0 {
+		return ""
+	}
+	return fmt.Sprintf("mode append writes every change of stream %s as a row of %s — INSERT, UPDATE_BEFORE, UPDATE_AFTER and DELETE images alike — with no column telling them apart: project %s (select: [%s, …]), keep some changes (filter: \"%s = 'INSERT'\"), or write by key (mode merge)",
+		p.Source.Stream, st.Table, cdc.ColChangeType, cdc.ColChangeType, "`"+cdc.ColChangeType+"`")
 }
 
 // targetKeyWarning returns the warning of a merge into an existing target
