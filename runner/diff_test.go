@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/dsl"
@@ -60,7 +61,11 @@ func (e *env) diff(j string, limit int) (*runner.DiffResult, error) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.r.Diff(context.Background(), prep, runner.DiffOptions{Limit: limit})
+	// Bounded: a diff waiting for a read connection it holds itself
+	// fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return e.r.Diff(ctx, prep, runner.DiffOptions{Limit: limit})
 }
 
 func checkDiff(t *testing.T, res *runner.DiffResult, want diffOutcome) {
@@ -93,6 +98,9 @@ func checkDiff(t *testing.T, res *runner.DiffResult, want diffOutcome) {
 func TestDiffMerge(t *testing.T) {
 	pairs := []struct{ name, src, tgt string }{
 		{"sqlite to sqlite", "", "tgt.db"},
+		// Source and target in one file: both sides are read at once, on
+		// the file's one read connection (sqlitex.DefaultReaders).
+		{"sqlite, one file", "", "src.db"},
 		{"postgres to postgres", "pg", "pg"},
 		{"sqlite to postgres", "", "pg"},
 		{"postgres to sqlite", "pg", "tgt.db"},
@@ -320,6 +328,9 @@ func TestDiffSkipsMetadataColumns(t *testing.T) {
 func TestDiffBinary(t *testing.T) {
 	for _, p := range []struct{ name, src, tgt string }{
 		{"sqlite to sqlite", "", "tgt.db"},
+		// Source and target in one file: both sides are read at once, on
+		// the file's one read connection (sqlitex.DefaultReaders).
+		{"sqlite, one file", "", "src.db"},
 		{"postgres to postgres", "pg", "pg"},
 		{"sqlite to postgres", "", "pg"},
 		{"postgres to sqlite", "pg", "tgt.db"},

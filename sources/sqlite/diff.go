@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/sluicedata/sluice/expr"
 	"github.com/sluicedata/sluice/internal/rowhash"
+	"github.com/sluicedata/sluice/internal/sqlitex"
 	"github.com/sluicedata/sluice/runner"
 )
 
@@ -19,18 +21,62 @@ var _ runner.Differ = (*Backend)(nil)
 func (b *Backend) DiffNative() string { return "" }
 
 // DiffRead implements runner.Differ: a read transaction (WAL: it sees the
-// database as of its first query while writers go on).
+// database as of its first query while writers go on). The diffs under way
+// on one file share one read transaction: a diff whose source and target
+// are the same file reads both sides in it, at once (one snapshot of
+// both, and one read connection, which may be all the file's Handle has:
+// a second transaction would wait for the first to end, forever).
 func (b *Backend) DiffRead(ctx context.Context) (runner.DiffReader, error) {
+	diffTxs.mu.Lock()
+	defer diffTxs.mu.Unlock()
+	if s, ok := diffTxs.m[b.db]; ok {
+		s.refs++
+		return &diffReader{tx: s.tx, h: b.db}, nil
+	}
 	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("diff: begin a read of %s: %w", b.loc.Path, err)
 	}
-	return &diffReader{tx: tx}, nil
+	if diffTxs.m == nil {
+		diffTxs.m = map[*sqlitex.Handle]*sharedRead{}
+	}
+	diffTxs.m[b.db] = &sharedRead{tx: tx, refs: 1}
+	return &diffReader{tx: tx, h: b.db}, nil
 }
 
-type diffReader struct{ tx *sql.Tx }
+// diffTxs are the read transactions of the diffs under way, by the file's
+// Handle, with how many diff readers use each.
+var diffTxs struct {
+	mu sync.Mutex
+	m  map[*sqlitex.Handle]*sharedRead
+}
 
-func (d *diffReader) Close() error { return d.tx.Rollback() }
+type sharedRead struct {
+	tx   *sql.Tx
+	refs int
+}
+
+type diffReader struct {
+	tx     *sql.Tx
+	h      *sqlitex.Handle
+	closed bool // guarded by diffTxs.mu
+}
+
+// Close releases the reader; the last one of its transaction ends it.
+func (d *diffReader) Close() error {
+	diffTxs.mu.Lock()
+	defer diffTxs.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	s := diffTxs.m[d.h]
+	if s.refs--; s.refs > 0 {
+		return nil
+	}
+	delete(diffTxs.m, d.h)
+	return d.tx.Rollback()
+}
 
 // diffSQL renders the second level's inner query: each row's bucket b,
 // then each column's canonical text.

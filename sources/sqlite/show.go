@@ -41,7 +41,7 @@ func (b *Backend) showStreams(ctx context.Context) (*runner.ResultSet, error) {
 	}
 	rs := &runner.ResultSet{Columns: showColumns, Rows: [][]any{}}
 	for _, s := range streams {
-		row, err := b.showRow(ctx, s)
+		row, err := showRow(ctx, b.db, s)
 		if err != nil {
 			return nil, err
 		}
@@ -50,14 +50,17 @@ func (b *Backend) showStreams(ctx context.Context) (*runner.ResultSet, error) {
 	return rs, nil
 }
 
-// showRow is a stream's row of SHOW TABLE STREAMS.
-func (b *Backend) showRow(ctx context.Context, s streamRow) ([]any, error) {
+// showRow is a stream's row of SHOW TABLE STREAMS, read through q: a
+// caller inside a read transaction passes it, so that the row is of the
+// same snapshot and the read needs no second connection (the file's
+// Handle may have one read connection, which the transaction holds).
+func showRow(ctx context.Context, q sqlitex.Querier, s streamRow) ([]any, error) {
 	var oldest any
-	if c, ok, err := lookupTracking(ctx, b.db, s.table); err != nil {
+	if c, ok, err := lookupTracking(ctx, q, s.table); err != nil {
 		return nil, err
 	} else if ok {
-		if _, exists, err := sqlitex.TableName(ctx, b.db, c.log); err == nil && exists {
-			at, pending, err := oldestUnconsumed(ctx, b.db, c.log, s)
+		if _, exists, err := sqlitex.TableName(ctx, q, c.log); err == nil && exists {
+			at, pending, err := oldestUnconsumed(ctx, q, c.log, s)
 			if err != nil {
 				return nil, err
 			}
@@ -107,7 +110,7 @@ func (b *Backend) describeStream(ctx context.Context, name string) (*runner.Resu
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+`)`, args...).Scan(&pending); err != nil {
 		return nil, fmt.Errorf("describe table stream %s: count pending changes: %w", name, err)
 	}
-	row, err := b.showRow(ctx, r)
+	row, err := showRow(ctx, tx, r)
 	if err != nil {
 		return nil, err
 	}
