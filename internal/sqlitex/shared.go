@@ -11,7 +11,13 @@ import (
 
 // DefaultReaders is how many read connections a process keeps at most to
 // one database file (Handle): reads beyond them wait for one to be free.
-const DefaultReaders = 2
+// One: every connection holds the file's parsed schema (57 MB at 1,000
+// tracked tables, docs/benchmarks.md), and at 1,000 jobs a second reader
+// did not deliver faster (issue #19). So a caller that holds a read
+// (BeginTx, ReadConn, open *sql.Rows) does its other reads of the file
+// through what it holds, never through the Handle again: that read would
+// wait for the caller itself.
+const DefaultReaders = 1
 
 // Pool is what sluice's SQLite code needs of a database handle: *sql.DB
 // and *Handle have it. QueryContext, QueryRowContext and BeginTx read;
@@ -32,7 +38,10 @@ type Pool interface {
 //
 // Writes wait for the write connection in the process (first come, first
 // served) instead of polling SQLite's lock with its busy handler; reads
-// run on the read connections, in WAL mode never blocked by the writer.
+// run on the read connections, in WAL mode never blocked by the writer,
+// and wait for one in turn: a long read (a backfill's snapshot, the first
+// read of a large SHOW_INITIAL_ROWS stream) makes the process's other
+// reads of the file wait until it ends.
 // Callers that hold the write connection (Conn, a Tx) must not ask for it
 // again before they release it: the second request fails after
 // BusyTimeout with an error wrapping ErrWriterBusy, as a second
