@@ -12,8 +12,8 @@ import (
 // DefaultReaders is how many read connections a process keeps at most to
 // one database file (Handle): reads beyond them wait for one to be free.
 // One: every connection holds the file's parsed schema (57 MB at 1,000
-// tracked tables, docs/benchmarks.md), and at 1,000 jobs a second reader
-// did not deliver faster (issue #19). So a caller that holds a read
+// tracked tables, docs/benchmarks.md), and at 1,000 jobs on one file two
+// readers delivered no faster than one (issue #19). So a caller that holds a read
 // (BeginTx, ReadConn, open *sql.Rows) does its other reads of the file
 // through what it holds, never through the Handle again: that read would
 // wait for the caller itself.
