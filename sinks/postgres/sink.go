@@ -348,8 +348,10 @@ func sinkStep(what, sql string) plan.Step { return plan.Step{Where: "sink", What
 // steps lists what a run executes, for the plan.
 func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
 	sk := sinkStep
-	out := []plan.Step{sk("begin the sink transaction", "BEGIN")}
+	out := []plan.Step{sk("begin the sink transaction", "BEGIN"),
+		sk("commit durably: a synchronous_commit = off (server, role, database or URL) is raised to on for this transaction (the source moves its offset once the commit returns)", syncCommitOnSQL)}
 	out = append(out, c.attachSteps(st, exists, true)...)
+	out = append(out, sk("read the job's checkpoint (the stream incarnation and offset the run starts from)", selectCheckpointSQL))
 	if c.apply == nil {
 		out = append(out, sk(fmt.Sprintf("COPY each batch into %s (binary COPY FROM STDIN)", st.Table),
 			fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", Quote(st.Table), QuoteList("", c.columns))))

@@ -64,6 +64,10 @@ func (p *Plan) BeginDeferred(ctx context.Context, job string) (runner.SinkTx, er
 	return p.begin(ctx, job, "off")
 }
 
+// syncCommitOnSQL raises synchronous_commit = off to on for the sink
+// transaction (begin).
+const syncCommitOnSQL = `SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'`
+
 func (p *Plan) begin(ctx context.Context, job, syncCommit string) (runner.SinkTx, error) {
 	if err := p.sink.ensure(ctx); err != nil {
 		return nil, err
@@ -78,7 +82,7 @@ func (p *Plan) begin(ctx context.Context, job, syncCommit string) (runner.SinkTx
 	// setting (server, role, database or URL) is raised to on for this
 	// transaction only; other values (local, remote_write, on,
 	// remote_apply) flush locally and are kept.
-	q := `SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'`
+	q := syncCommitOnSQL
 	if syncCommit == "off" {
 		q = `SELECT set_config('synchronous_commit', 'off', true)`
 	}
