@@ -383,6 +383,10 @@ func (c *compiled) steps(st *plan.SinkStage, exists bool) []plan.Step {
 	return out
 }
 
+// ReadCheckpointStep is the statement that reads the job's checkpoint
+// (ReadCheckpoint), described as what.
+func ReadCheckpointStep(what string) plan.Step { return sinkStep(what, selectCheckpointSQL) }
+
 // CheckpointStep is the statement that stores the job's checkpoint in the
 // sink transaction.
 func CheckpointStep() plan.Step {

@@ -190,10 +190,13 @@ func (pd *pushdown) compileSteps(ctx context.Context) error {
 		src("serialize runs of this job (session lock)", "SELECT pg_advisory_lock(hashtext('sluice.job:' || $1))"),
 		src("one transaction for read, write and offset; its snapshot is the read point", "BEGIN ISOLATION LEVEL REPEATABLE READ"),
 		src("hold the change log before the snapshot, so a purge's TRUNCATE never runs under this read", lockLogSQL(s.Table)),
-		src("fix the read point and check the cluster", "SELECT pg_current_snapshot()::text, (SELECT system_identifier::text FROM pg_control_system())"),
+		src("take the transaction's snapshot: the read point", "SELECT 1"),
+		src("describe the stream again in the snapshot (a stream recreated since the plan fails; a change of the table's columns plans again)", describeStreamSQL),
+		sinkpg.ReadCheckpointStep("start from the job's checkpoint (same stream ID; another stream ID fails, see runner.Start), else from the stream's offset"),
+		src("check the cluster and read the snapshot", "SELECT pg_current_snapshot()::text, (SELECT system_identifier::text FROM pg_control_system())"),
 		src("refuse a log restored from another cluster or a later point: rows of transaction ids not assigned yet (epoch.go)",
 			fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM %s WHERE __txid >= $1::text::xid8 LIMIT 1000) f  -- $1: the snapshot's xmax", tr.LogRef())),
-		src("start from the job's checkpoint (same stream ID; another stream ID fails, see runner.Start) or the stream's offset", `SELECT position, id FROM sluice.streams WHERE name = $1`),
+		src("refuse a start behind the stream's own offset (another run consumed the changes in between)", streamPositionSQL),
 	}
 	read := src("read the stream's changes after the offset, up to the read point"+pd.omitNote(), readQuery(tr, s, fp, to, false, pd.after))
 	pd.steps = append(pd.steps,

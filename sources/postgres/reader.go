@@ -126,7 +126,7 @@ func (b *Backend) readPointOf(ctx context.Context, tx pgx.Tx, s *runner.StreamIn
 			ErrClusterMismatch, s.Name, fp.Snap, now.Snap)
 	}
 	var cur string
-	if err := tx.QueryRow(ctx, `SELECT position FROM sluice.streams WHERE name = $1 AND id = $2`, s.Name, s.ID).Scan(&cur); err != nil {
+	if err := tx.QueryRow(ctx, streamPositionSQL, s.Name, s.ID).Scan(&cur); err != nil {
 		return nil, nil, Position{}, fmt.Errorf("%w: stream %s was dropped or recreated (%v)", runner.ErrOffsetMoved, s.Name, err)
 	}
 	if cp, err := ParsePosition(cur); err == nil && !Covers(fp, cp) {

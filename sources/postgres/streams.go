@@ -239,6 +239,13 @@ func (b *Backend) lastStreamGone(ctx context.Context, tx pgx.Tx, table string) e
 
 const streamColumns = `name, table_name, mode, show_initial_rows, comment, created_at, id, position, stale_after, stale_since`
 
+// describeStreamSQL reads one stream by name (describeStream).
+const describeStreamSQL = `SELECT ` + streamColumns + ` FROM sluice.streams WHERE name = $1`
+
+// streamPositionSQL reads the offset of one incarnation of a stream (the
+// purge check of a read, readPointOf).
+const streamPositionSQL = `SELECT position FROM sluice.streams WHERE name = $1 AND id = $2`
+
 func scanStream(row pgx.Row) (*runner.StreamInfo, error) {
 	var s runner.StreamInfo
 	var pos string
@@ -323,7 +330,7 @@ func (b *Backend) Stream(ctx context.Context, src plan.Source) (*runner.StreamIn
 // the table (checkLog: an error wrapping runner.ErrPlanStale) the stream
 // and tracking are returned with the error.
 func (b *Backend) describeStream(ctx context.Context, q sinkpg.Querier, name string) (*runner.StreamInfo, *Tracked, error) {
-	s, err := scanStream(q.QueryRow(ctx, `SELECT `+streamColumns+` FROM sluice.streams WHERE name = $1`, name))
+	s, err := scanStream(q.QueryRow(ctx, describeStreamSQL, name))
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
 		return nil, nil, fmt.Errorf("%w: %s (in %s)", runner.ErrNoStream, name, b.identity)
 	}
