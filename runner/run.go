@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/sluicedata/sluice/cdc"
@@ -303,14 +302,7 @@ func (prep *Prepared) passThrough(nmeta int) bool {
 func (prep *Prepared) rowError(ch *cdc.Change, what string, err error) error {
 	s := prep.stream.TableSchema
 	idx, _ := s.KeyIndexes()
-	if len(idx) == 0 {
-		return fmt.Errorf("row (%s of commit version %d): %s: %w", ch.Op, ch.CommitVersion, what, err)
-	}
-	parts := make([]string, len(idx))
-	for i, k := range idx {
-		parts[i] = s.Columns[k].Name + "=" + cdc.FormatValue(ch.Row[k], s.Columns[k].Type)
-	}
-	return fmt.Errorf("row with key (%s): %s: %w", strings.Join(parts, ", "), what, err)
+	return fmt.Errorf("%s: %s: %w", cdc.RowLabel(ch, s, idx, s.Key), what, err)
 }
 
 // streamRow presents a change as a row of the stream schema (metadata

@@ -20,7 +20,7 @@ func TestNullSuspects(t *testing.T) {
 	}
 	s := cdc.Schema{Columns: []cdc.Column{{Name: "id", Type: cdc.TypeBigInt}, {Name: "v", Type: cdc.TypeString}}}
 	keyOf := func(ch *cdc.Change) (string, []any) {
-		txt := RowText(ch, s, []int{0}, []string{"id"})
+		txt := cdc.RowText(ch, s, []int{0}, []string{"id"})
 		return txt, []any{txt}
 	}
 	notNull := []bool{false, true}
@@ -49,28 +49,6 @@ func TestNullSuspects(t *testing.T) {
 			ns.Reset()
 			if _, ok := ns.First(1); ok {
 				t.Error("a suspect after Reset")
-			}
-		})
-	}
-}
-
-func TestRowText(t *testing.T) {
-	s := cdc.Schema{Columns: []cdc.Column{{Name: "id", Type: cdc.TypeBigInt}, {Name: "user", Type: cdc.TypeString}}}
-	long := "0123456789012345678901234567890123456789xyz"
-	for _, tc := range []struct {
-		name string
-		ch   cdc.Change
-		key  []int
-		want string
-	}{
-		{"key", cdc.Change{Row: []any{int64(7), "a"}}, []int{0}, "(id=7)"},
-		{"no key: change and commit, no value", cdc.Change{Op: cdc.OpInsert, CommitVersion: 12, Row: []any{int64(7), long}}, nil, "(INSERT of commit version 12)"},
-		{"no key: partial row", cdc.Change{Op: cdc.OpUpdateAfter, CommitVersion: 3, Row: []any{int64(7), "a"}, Present: []bool{true, false}}, nil, "(UPDATE_AFTER of commit version 3)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			names := []string{"id"}
-			if got := RowText(&tc.ch, s, tc.key, names); got != tc.want {
-				t.Errorf("RowText = %q, want %q", got, tc.want)
 			}
 		})
 	}

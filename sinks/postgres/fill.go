@@ -80,15 +80,11 @@ func (t *Tx) FillColumns(ctx context.Context, keys, cols []cdc.Column, rows [][]
 	return nil
 }
 
-// targetColumn returns the target's column named name (compared
-// case-insensitively when no exact match).
+// targetColumn returns the target's column named name (cdc.Schema.Index:
+// exact, else case-insensitive).
 func (t *Tx) targetColumn(name string) (Column, bool) {
-	cols := t.c.target.Columns
-	if i := slices.IndexFunc(cols, func(c Column) bool { return c.Name == name }); i >= 0 {
-		return cols[i], true
-	}
-	if i := slices.IndexFunc(cols, func(c Column) bool { return strings.EqualFold(c.Name, name) }); i >= 0 {
-		return cols[i], true
+	if i := t.c.target.Schema().Index(name); i >= 0 {
+		return t.c.target.Columns[i], true
 	}
 	return Column{}, false
 }

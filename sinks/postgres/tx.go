@@ -360,7 +360,7 @@ func (t *Tx) copyError(err error, batch []cdc.Change, rows [][]any) error {
 					if col == "" {
 						col = pe.ColumnName
 					}
-					what := changerel.RowLabel(ch, t.p.st.Schema, t.keyIdx, t.keyName)
+					what := cdc.RowLabel(ch, t.p.st.Schema, t.keyIdx, t.keyName)
 					if col != "" {
 						what += ", column " + col
 					}
@@ -403,7 +403,7 @@ func presentMask(ch *cdc.Change) any {
 // keyText renders the row's key as "(k1=v1, k2=v2)"; a row without key
 // columns (an append to a table without a primary key) as all its values.
 func (t *Tx) keyText(ch *cdc.Change) string {
-	return changerel.RowText(ch, t.p.st.Schema, t.keyIdx, t.keyName)
+	return cdc.RowText(ch, t.p.st.Schema, t.keyIdx, t.keyName)
 }
 
 type rawText string
@@ -418,7 +418,7 @@ func (t *Tx) valueError(err error, ch *cdc.Change, column string) error {
 	out := *ve
 	out.Column = column
 	if t.keyIdx == nil { // no key columns: name the row by its change and commit version
-		return fmt.Errorf("postgres sink: write %s: %s: %w", Quote(t.p.st.Table), changerel.RowLabel(ch, t.p.st.Schema, nil, nil), &out)
+		return fmt.Errorf("postgres sink: write %s: %s: %w", Quote(t.p.st.Table), cdc.RowLabel(ch, t.p.st.Schema, nil, nil), &out)
 	}
 	_, out.Key = t.keyOf(ch)
 	return fmt.Errorf("postgres sink: write %s: %w", Quote(t.p.st.Table), &out)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/sluicedata/sluice/cdc"
 	"github.com/sluicedata/sluice/internal/sqlitex"
-	"github.com/sluicedata/sluice/sinks/changerel"
 )
 
 // maxVariables is SQLite's default limit on the parameters of one
@@ -88,7 +87,7 @@ func (t *Tx) insertError(err error, ch *cdc.Change) error {
 		// its values stay out of the error (and of the run history).
 		return fmt.Errorf("sqlite sink: write %q: %w", t.p.st.Table, err)
 	}
-	return fmt.Errorf("sqlite sink: write %q (%s): %w", t.p.st.Table, changerel.RowLabel(ch, t.p.st.Schema, t.keyIdx, t.keyName), err)
+	return fmt.Errorf("sqlite sink: write %q (%s): %w", t.p.st.Table, cdc.RowLabel(ch, t.p.st.Schema, t.keyIdx, t.keyName), err)
 }
 
 // insertRows runs the INSERT of n rows with args (n × columns values).

@@ -355,7 +355,7 @@ func (t *Tx) valueError(err error, ch *cdc.Change, column string) error {
 // keyText renders the row's key as "(k1=v1, k2=v2)"; a row without key
 // columns (an append to a table without a primary key) as all its values.
 func (t *Tx) keyText(ch *cdc.Change) string {
-	return changerel.RowText(ch, t.p.st.Schema, t.keyIdx, t.keyName)
+	return cdc.RowText(ch, t.p.st.Schema, t.keyIdx, t.keyName)
 }
 
 // ApplyStaged applies the merge rows staged so far to the target and drops

@@ -1,10 +1,8 @@
-package changerel
+package cdc
 
 import (
 	"fmt"
 	"strings"
-
-	"github.com/sluicedata/sluice/cdc"
 )
 
 // RowText renders the identity of ch's row for an error: its key as
@@ -12,20 +10,20 @@ import (
 // names), or, with no key columns, its change type and commit version as
 // "(INSERT of commit version 12)". Other values of the row never appear: an
 // error may be logged, stored in the run history and shown by status.
-func RowText(ch *cdc.Change, s cdc.Schema, keyIdx []int, names []string) string {
+func RowText(ch *Change, s Schema, keyIdx []int, names []string) string {
 	if len(keyIdx) == 0 {
 		return fmt.Sprintf("(%s of commit version %d)", ch.Op, ch.CommitVersion)
 	}
 	parts := make([]string, 0, len(keyIdx))
 	for j, i := range keyIdx {
-		parts = append(parts, names[j]+"="+cdc.FormatValue(ch.Row[i], s.Columns[i].Type))
+		parts = append(parts, names[j]+"="+FormatValue(ch.Row[i], s.Columns[i].Type))
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 // RowLabel is RowText for an error message: "row with key (k1=v1)", or
 // "row (INSERT of commit version 12)" for a row without key columns.
-func RowLabel(ch *cdc.Change, s cdc.Schema, keyIdx []int, names []string) string {
+func RowLabel(ch *Change, s Schema, keyIdx []int, names []string) string {
 	if len(keyIdx) > 0 {
 		return "row with key " + RowText(ch, s, keyIdx, names)
 	}
