@@ -79,37 +79,29 @@ func (r *Runner) runPlanned(ctx context.Context, prep *Prepared) (*Result, error
 	}
 	if prep.push != nil {
 		stats, from, to, err := prep.push.Run(ctx, p.Job.Name)
-		if errors.Is(err, ErrNoPushdown) {
-			// The database could not run the compiled SQL (a target
-			// column of another type than the source's): nothing was
-			// written; the rows go through sluice instead.
-			r.log().Debug("pushed-down run refused; running through sluice", "job", p.Job.Name, "err", err)
-			sp, perr := prep.sink.PrepareSink(ctx, &prep.Plan.Sink)
-			if perr != nil {
-				return res, perr
+		if !errors.Is(err, ErrNoPushdown) {
+			if prep.deadLettering(err) {
+				return r.runDeadLetters(ctx, prep, res)
 			}
-			through := *prep
-			through.push, through.sinkPlan = nil, sp
-			res, err := r.runThrough(ctx, &through, res)
-			if through.deadLettering(err) {
-				return r.runDeadLetters(ctx, &through, &Result{Job: res.Job, Start: res.Start})
+			if errors.Is(err, ErrPushdownValue) {
+				if derr := r.replay(ctx, prep); derr != nil {
+					return res, fmt.Errorf("%w (the pushed-down run failed: %v; replayed through sluice to name the row, nothing committed)", derr, err)
+				}
 			}
+			if err != nil {
+				return res, err
+			}
+			res.Stats, res.From, res.To, res.Note = stats, from, to, stats.Note
+			r.log().Debug("sink and offset committed", "job", p.Job.Name, "pushdown", true, "from", from.String(), "to", to.String())
+			return res, nil
+		}
+		// The database could not run the compiled SQL (a target column
+		// of another type than the source's): nothing was written; the
+		// rows go through sluice instead.
+		r.log().Debug("pushed-down run refused; running through sluice", "job", p.Job.Name, "err", err)
+		if prep, err = prep.throughSluice(ctx); err != nil {
 			return res, err
 		}
-		if prep.deadLettering(err) {
-			return r.runDeadLetters(ctx, prep, res)
-		}
-		if errors.Is(err, ErrPushdownValue) {
-			if derr := r.replay(ctx, prep); derr != nil {
-				return res, fmt.Errorf("%w (the pushed-down run failed: %v; replayed through sluice to name the row, nothing committed)", derr, err)
-			}
-		}
-		if err != nil {
-			return res, err
-		}
-		res.Stats, res.From, res.To, res.Note = stats, from, to, stats.Note
-		r.log().Debug("sink and offset committed", "job", p.Job.Name, "pushdown", true, "from", from.String(), "to", to.String())
-		return res, nil
 	}
 	res, err := r.runThrough(ctx, prep, res)
 	if prep.deadLettering(err) {
@@ -123,14 +115,24 @@ func (r *Runner) runPlanned(ctx context.Context, prep *Prepared) (*Result, error
 // Write checks and names each value). It returns the replay's error, or
 // nil when the replay found nothing.
 func (r *Runner) replay(ctx context.Context, prep *Prepared) error {
-	sp, err := prep.sink.PrepareSink(ctx, &prep.Plan.Sink)
+	through, err := prep.throughSluice(ctx)
 	if err != nil {
 		return nil
 	}
+	_, err = r.runThroughWith(ctx, through, &Result{}, true)
+	return err
+}
+
+// throughSluice returns a copy of a pushed-down prep that runs through
+// sluice (runThrough): its sink compiled, no pushdown.
+func (prep *Prepared) throughSluice(ctx context.Context) (*Prepared, error) {
+	sp, err := prep.sink.PrepareSink(ctx, &prep.Plan.Sink)
+	if err != nil {
+		return nil, err
+	}
 	through := *prep
 	through.push, through.sinkPlan = nil, sp
-	_, err = r.runThroughWith(ctx, &through, &Result{}, true)
-	return err
+	return &through, nil
 }
 
 // stagedApplier is a sink transaction that applies what it staged without
