@@ -44,16 +44,9 @@ func (t *Tx) writeRows(ctx context.Context, batch []cdc.Change) error {
 			if len(ch.Row) != len(cols) || (ch.Present != nil && len(ch.Present) != len(cols)) {
 				return fmt.Errorf("sqlite sink: row has %d values for %d columns", len(ch.Row), len(cols))
 			}
-			for i, c := range cols {
-				var v any
-				if ch.Has(i) {
-					v = ch.Row[i]
-				}
-				enc, err := sqlitex.Encode(v, t.c.relTypes[i])
-				if err != nil {
-					return t.valueError(err, ch, c.Name)
-				}
-				args = append(args, enc)
+			var err error
+			if args, err = t.appendValues(args, ch); err != nil {
+				return err
 			}
 		}
 		err := t.insertRows(ctx, len(rows), args)

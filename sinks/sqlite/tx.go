@@ -276,6 +276,24 @@ func (t *Tx) write(ctx context.Context, batch []cdc.Change) error {
 	return nil
 }
 
+// appendValues appends each column's value of ch (NULL for a column a
+// partial row does not carry), encoded for its relation type, to args; a
+// value that does not encode names the row and the column (valueError).
+func (t *Tx) appendValues(args []any, ch *cdc.Change) ([]any, error) {
+	for i, c := range t.p.st.Schema.Columns {
+		var v any
+		if ch.Has(i) {
+			v = ch.Row[i]
+		}
+		enc, err := sqlitex.Encode(v, t.c.relTypes[i])
+		if err != nil {
+			return args, t.valueError(err, ch, c.Name)
+		}
+		args = append(args, enc)
+	}
+	return args, nil
+}
+
 // stageArgs appends the staging row of ch (the meta columns, then each
 // column's value encoded for its relation type) to args.
 func (t *Tx) stageArgs(args []any, ch *cdc.Change) ([]any, error) {
@@ -291,16 +309,9 @@ func (t *Tx) stageArgs(args []any, ch *cdc.Change) ([]any, error) {
 	if t.c.meta > 4 {
 		args = append(args, ch.CommitTime.Format(CommitTimeLayout))
 	}
-	for i, c := range cols {
-		var v any
-		if ch.Has(i) {
-			v = ch.Row[i]
-		}
-		enc, err := sqlitex.Encode(v, t.c.relTypes[i])
-		if err != nil {
-			return args, t.valueError(err, ch, c.Name)
-		}
-		args = append(args, enc)
+	args, err := t.appendValues(args, ch)
+	if err != nil {
+		return args, err
 	}
 	if t.p.st.Merge == nil && ch.Op != cdc.OpUpdateBefore {
 		for j, i := range t.keyIdx {
